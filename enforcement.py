@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Live enforcement: handlers that keep every limited bone inside its limit.
+
+``frame_change_post`` limits the pose after animation was evaluated for a frame, and a guarded
+``depsgraph_update_post`` limits interactive posing. Each armature's limits are compiled once
+(until a setting changes, undo, or a file load) into groups of same-kind models stacked along
+a bone axis, so a frame costs a few foreach_get/foreach_set calls and one numpy projection per
+model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
+"""
+
+import contextlib
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from .limits.joint import JointLimit
+from .limits.quaternion import quaternion_angle, slerp
+from .rig.pose_io import PoseArrays
+from .rig.storage import read_limit
+
+#: Rotations that moved less than this (radians) are not written back.
+WRITE_TOLERANCE = 1e-6
+
+_cache = {}
+_reported = set()
+_messages = []
+_state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": ()}
+
+
+class _Group:
+    __slots__ = ("rows", "names", "limit", "influence")
+
+    def __init__(self, rows, names, limit, influence):
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.names = names
+        self.limit = limit
+        self.influence = np.asarray(influence, dtype=float)
+
+
+class _CompiledRig:
+    def __init__(self, bone_count, groups):
+        self.bone_count = bone_count
+        self.groups = groups
+
+
+def invalidate(*_args):
+    """Forget compiled limits (a setting changed, undo, file load)."""
+    _cache.clear()
+    _state["scene_objects"] = -1
+
+
+def reset():
+    """Forget everything, including which problems were already reported."""
+    invalidate()
+    _reported.clear()
+    _messages.clear()
+
+
+def messages():
+    """Problems reported by the handlers since the last :func:`reset` (newest last)."""
+    return list(_messages)
+
+
+def report_once(key, text):
+    if key in _reported:
+        return
+    _reported.add(key)
+    _messages.append(text)
+    print(f"Joint Limits: {text}")
+
+
+@contextlib.contextmanager
+def suspended():
+    """Pause live enforcement (bake and report evaluate the unlimited pose)."""
+    _state["suspended"] += 1
+    try:
+        yield
+    finally:
+        _state["suspended"] -= 1
+
+
+def _compile(obj):
+    by_key = {}
+    for row, pose_bone in enumerate(obj.pose.bones):
+        settings = pose_bone.joint_limit
+        if not settings.enabled or not settings.limit_data:
+            continue
+        try:
+            limit = read_limit(pose_bone)
+        except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
+            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({err})")
+            continue
+        key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
+        by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence))
+    groups = []
+    for members in by_key.values():
+        rows, names, limits, influence = zip(*members)
+        try:
+            stacked = JointLimit.stack(limits)
+            groups.append(_Group(rows, list(names), stacked, influence))
+        except Exception:  # noqa: BLE001 - fall back to one group per bone
+            groups.extend(_Group([r], [n], JointLimit.stack([lim]), [inf]) for r, n, lim, inf in members)
+    return _CompiledRig(len(obj.pose.bones), groups)
+
+
+def compiled(obj):
+    """The compiled limits of ``obj`` (cached)."""
+    key = obj.as_pointer()
+    rig = _cache.get(key)
+    if rig is None or rig.bone_count != len(obj.pose.bones):
+        rig = _cache[key] = _compile(obj)
+    return rig
+
+
+def _project_group(obj, group, arrays):
+    """Projected local rotations for ``group``'s bones, and the rows that should be written."""
+    q = arrays.local_quaternions(group.rows)
+    ok = np.all(np.isfinite(q), axis=-1) & (np.linalg.norm(q, axis=-1) > 1e-6)
+    if not ok.all():
+        for name in np.asarray(group.names)[~ok]:
+            report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
+        q = np.where(ok[:, None], q, np.array([1.0, 0.0, 0.0, 0.0]))
+    p = group.limit.project(q)
+    if np.any(group.influence < 1.0):
+        p = slerp(q, p, group.influence)
+    moved = ok & (quaternion_angle(q, p) > WRITE_TOLERANCE)
+    return group.rows[moved], p[moved]
+
+
+def enforce_object(obj):
+    """Project every enabled limited bone of ``obj``; returns how many bones were moved."""
+    rig = compiled(obj)
+    if not rig.groups:
+        return 0
+    arrays = PoseArrays(obj.pose.bones)
+    rows, values = [], []
+    for group in list(rig.groups):
+        try:
+            r, v = _project_group(obj, group, arrays)
+        except Exception as err:  # noqa: BLE001 - isolate the broken bone, keep the rest
+            rig.groups.remove(group)
+            if len(group.rows) > 1:
+                rig.groups.extend(_split(group))
+                return enforce_object(obj)
+            report_once((obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})")
+            continue
+        rows.append(r)
+        values.append(v)
+    if not rows:
+        return 0
+    rows = np.concatenate(rows)
+    if len(rows) == 0:
+        return 0
+    channels = arrays.set_local_quaternions(rows, np.concatenate(values))
+    arrays.write(channels)
+    obj.update_tag()
+    return len(rows)
+
+
+def _split(group):
+    out = []
+    for i, (row, name) in enumerate(zip(group.rows, group.names)):
+        limit = group.limit
+        single = JointLimit(
+            type(limit.model)({k: v[i] for k, v in limit.model.params.items()}, limit.model.config),
+            limit.reference[i],
+            limit.centre[i],
+            limit.soft_radius[i],
+            limit.soft_falloff[i],
+        )
+        out.append(_Group([row], [name], JointLimit.stack([single]), group.influence[i : i + 1]))
+    return out
+
+
+def _armatures(scene):
+    count = len(scene.objects)
+    if count != _state["scene_objects"]:
+        _state["scene_objects"] = count
+        _state["armatures"] = tuple(o.name for o in scene.objects if o.type == "ARMATURE")
+    objects = scene.objects
+    return [objects[name] for name in _state["armatures"] if name in objects]
+
+
+def enforce_scene(scene):
+    """Limit every armature of ``scene``; never raises. Returns the number of bones moved."""
+    if _state["busy"] or _state["suspended"]:
+        return 0
+    _state["busy"] = True
+    moved = 0
+    try:
+        for obj in _armatures(scene):
+            if obj.mode == "EDIT" or obj.pose is None:
+                continue
+            try:
+                moved += enforce_object(obj)
+            except Exception as err:  # noqa: BLE001 - never raise into Blender
+                report_once((obj.name, None, "object"), f"{obj.name}: enforcement failed ({type(err).__name__}: {err})")
+    except Exception as err:  # noqa: BLE001
+        report_once((None, None, "scene"), f"enforcement failed ({type(err).__name__}: {err})")
+    finally:
+        _state["busy"] = False
+    return moved
+
+
+@persistent
+def on_frame_change_post(scene, depsgraph=None):
+    try:
+        if scene.joint_limits.enforce_live:
+            enforce_scene(scene)
+    except Exception as err:  # noqa: BLE001
+        report_once((None, None, "frame"), f"frame handler failed ({err})")
+
+
+@persistent
+def on_depsgraph_update_post(scene, depsgraph=None):
+    """Interactive posing: limit armatures the update touched (guarded against re-entry)."""
+    try:
+        if _state["busy"] or not scene.joint_limits.enforce_live:
+            return
+        if depsgraph is not None and not any(
+            isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in depsgraph.updates
+        ):
+            return
+        enforce_scene(scene)
+    except Exception as err:  # noqa: BLE001
+        report_once((None, None, "depsgraph"), f"update handler failed ({err})")
+
+
+@persistent
+def on_file_or_undo(*_args):
+    invalidate()
+
+
+HANDLERS = (
+    (bpy.app.handlers.frame_change_post, on_frame_change_post),
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update_post),
+    (bpy.app.handlers.load_post, on_file_or_undo),
+    (bpy.app.handlers.undo_post, on_file_or_undo),
+    (bpy.app.handlers.redo_post, on_file_or_undo),
+)
+
+
+def ours(handler_list):
+    """Handlers in ``handler_list`` that belong to this add-on (by module name)."""
+    return [h for h in handler_list if getattr(h, "__module__", "") == __name__]
+
+
+def register():
+    for handler_list, func in HANDLERS:
+        for old in ours(handler_list):
+            if old.__name__ == func.__name__:
+                handler_list.remove(old)
+        handler_list.append(func)
+
+
+def unregister():
+    for handler_list, _func in HANDLERS:
+        for old in ours(handler_list):
+            handler_list.remove(old)
+    reset()

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the ``joint_limits`` CLI commands do, as plain functions of parsed arguments."""
+
+from pathlib import Path
+
+import bpy
+
+from .rig.actions import action_frames
+from .rig.bake import bake_action
+from .rig.fitting import fit_pose_bone
+from .rig.report import report_text, violation_report
+from .rig.sampling import sample_rotations, store_clouds
+
+
+def resolve_armature(name=None):
+    """The armature called ``name``, else the active one, else the only one in the file."""
+    if name:
+        obj = bpy.data.objects.get(name)
+        if obj is None or obj.type != "ARMATURE":
+            raise ValueError(f"no armature object named {name!r}")
+        return obj
+    active = bpy.context.view_layer.objects.active if bpy.context.view_layer else None
+    if active is not None and active.type == "ARMATURE":
+        return active
+    arms = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    if len(arms) != 1:
+        raise ValueError(f"found {len(arms)} armatures; name one with --object")
+    return arms[0]
+
+
+def resolve_bones(obj, names):
+    if not names:
+        return [pb.name for pb in obj.pose.bones]
+    missing = [n for n in names if n not in obj.pose.bones]
+    if missing:
+        raise ValueError(f"{obj.name} has no bone {', '.join(missing)}")
+    return list(names)
+
+
+def resolve_action(obj, name=None):
+    if name:
+        action = bpy.data.actions.get(name)
+        if action is None:
+            raise ValueError(f"no action named {name!r}")
+        return action
+    if obj.animation_data is None or obj.animation_data.action is None:
+        raise ValueError(f"{obj.name} has no action; pass --action")
+    return obj.animation_data.action
+
+
+def _save(path):
+    target = path or bpy.data.filepath
+    if not target:
+        raise ValueError("nothing to save to: pass --save FILE.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=str(Path(target).resolve()))
+    print(f"saved {target}")
+
+
+def fit_bones(obj, bone_names, actions, model=None, mode=None):
+    """Sample ``actions`` and fit every bone that got samples; returns (fitted, failures)."""
+    clouds, notes = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene)
+    for note in notes:
+        print(f"note: {note}")
+    store_clouds(obj, clouds)
+    fitted, failed = [], []
+    for name in clouds:
+        pb = obj.pose.bones[name]
+        try:
+            if model:
+                pb.joint_limit.model = model
+            if mode:
+                pb.joint_limit.mode = mode
+            fit_pose_bone(obj, pb)
+            fitted.append(name)
+        except ValueError as err:
+            failed.append(f"{name}: {err}")
+    return fitted, failed
+
+
+def cli_fit(args):
+    obj = resolve_armature(args.object)
+    bones = resolve_bones(obj, args.bones)
+    actions = [resolve_action(obj, n) for n in args.actions] if args.actions else [resolve_action(obj)]
+    fitted, failed = fit_bones(obj, bones, actions, args.model, args.mode)
+    for f in failed:
+        print(f"failed: {f}")
+    print(f"fitted {len(fitted)} bones of {obj.name} from {len(actions)} action(s)")
+    if not fitted:
+        return 1
+    _save(args.save)
+    return 0
+
+
+def _frames(obj, args):
+    action = resolve_action(obj, args.action)
+    return action, action_frames(action, args.start, args.end)
+
+
+def cli_bake(args):
+    obj = resolve_armature(args.object)
+    action, frames = _frames(obj, args)
+    bones = resolve_bones(obj, args.bones) if args.bones else None
+    baked = bake_action(obj, bpy.context.scene, action, frames, bones)
+    print(f"baked {len(frames)} frames of {obj.name} into action {baked.name!r}")
+    _save(args.save)
+    return 0
+
+
+def cli_report(args):
+    obj = resolve_armature(args.object)
+    action, frames = _frames(obj, args)
+    bones = resolve_bones(obj, args.bones) if args.bones else None
+    text = report_text(obj, action, violation_report(obj, bpy.context.scene, action, frames, bones))
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def cli_demo(args):
+    from .demo import run_demo
+
+    run_demo(args.output, frames=args.frames)
+    return 0

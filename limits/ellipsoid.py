@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Holden's ellipsoid limit, with an exact nearest-point projection.
+
+Fitting (as Holden): the ellipsoid is centred on the mean of the points (``position``) and
+turned to their principal axes (``rotation``, columns = axes, from numpy's SVD). Its semi-axes
+start as the largest extent of the points along each axis (at least the padding); the whole
+ellipsoid is then scaled by the largest normalized radius of any point, so every point is
+inside, and finally each semi-axis is grown by the padding.
+
+Projection: a point inside is returned unchanged. For a point ``y`` outside (frame
+coordinates, semi-axes ``a``), the nearest surface point is ``p_i = a_i^2 y_i / (a_i^2 + t)``
+where ``t > 0`` is the root of the Lagrange condition
+
+    f(t) = sum_i (a_i y_i / (a_i^2 + t))^2 - 1 = 0,
+
+which is decreasing for ``t > -min(a_i^2)``. The root is bracketed by
+``lo = max(0, max_i(a_i |y_i| - a_i^2))`` (one term alone reaches 1 there, so ``f(lo) >= 0``) and
+``hi = |a * y|`` (``f(hi) <= 0``). Newton's method is run on the equivalent
+``h(t) = (f(t) + 1)^(-1/2) - 1``, which is concave and increasing (a power mean of the
+``a_i^2 + t``) and nearly linear far away: started at ``lo`` its iterates rise monotonically and
+quadratically to the root, never overshooting; a step that leaves the current bracket (only by
+rounding) is replaced by bisection. Points on an axis start at the root; a sphere takes one
+step; typical ellipsoids 3-8 steps, needle-like ones (axis ratio 1000) about 15, 100x outside
+included. At most :data:`NEWTON_ITERATIONS` are run, in batches of rows that stop together once
+every row's step is below ``1e-13`` relative. Accuracy: ~1e-12 radians or better (the tests
+compare with 200 bisection steps to 1e-9).
+
+Parameters (per shape; concatenated ``[swing, twist]`` in SWING_TWIST mode, see
+:mod:`.shape_limit`): ``position (3,)``, ``rotation (3, 3)``, ``scales (3,)`` (semi-axes,
+radians), plus the twist ``axis (3,)``.
+"""
+
+import numpy as np
+
+from .model import register_model
+from .shape_limit import ShapeLimit, check_rotation_matrices, flatten_rows, from_local, principal_frame, to_local
+
+#: Most Newton iterations of the projection (typically 3 to 8 are run; see the module docstring).
+NEWTON_ITERATIONS = 40
+
+#: Rows per batch of the projection; each batch stops iterating once all its rows converged.
+CHUNK_ROWS = 16384
+
+_CORE_NDIMS = {"position": 1, "rotation": 2, "scales": 1}
+
+
+def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
+    """Nearest points ``(n, 3)`` on the axis-aligned ellipsoid ``sum((p / scales)^2) = 1`` to the
+    points ``y (n, 3)``, which must lie outside it. ``scales`` is ``(3,)`` or ``(n, 3)``.
+
+    Newton's method on ``h(t) = S(t)^(-1/2) - 1`` with ``S(t) = sum_i (a_i y_i / (a_i^2 + t))^2``:
+    ``h`` is concave and increasing (``S^(-1/2)`` is a power mean of the ``a_i^2 + t``), so from the
+    lower bound of the bracket the iterates rise monotonically to the root, quadratically, and a
+    sphere is solved in one step. A step leaving the bracket (rounding) bisects instead.
+    """
+    y = np.asarray(y, dtype=float)
+    scales = np.asarray(scales, dtype=float)
+    out = np.empty_like(y)
+    for start in range(0, len(y), CHUNK_ROWS):
+        stop = min(start + CHUNK_ROWS, len(y))
+        yt = np.ascontiguousarray(y[start:stop].T)  # (3, n): sums over the axis become row additions
+        a = scales[:, None] if scales.ndim == 1 else np.ascontiguousarray(scales[start:stop].T)
+        a2 = a * a
+        ay = np.abs(a * yt)
+        lo = np.maximum((ay - a2).max(axis=0), 0.0)
+        hi = np.sqrt((ay * ay).sum(axis=0))
+        scale = a2.min(axis=0)
+        t = lo.copy()
+        for _ in range(iterations):
+            d = t + a2
+            r2 = ay / d
+            r2 *= r2
+            s = r2[0] + r2[1] + r2[2]
+            r2 /= d
+            slope = r2[0] + r2[1] + r2[2]
+            lo = np.where(s > 1.0, t, lo)
+            hi = np.where(s < 1.0, t, hi)
+            t_new = t + s * (np.sqrt(s) - 1.0) / slope
+            t_new = np.where((t_new >= lo) & (t_new <= hi), t_new, 0.5 * (lo + hi))
+            done = np.all(np.abs(t_new - t) <= 1e-13 * (t_new + scale))
+            t = t_new
+            if done:
+                break
+        out[start:stop] = (a2 * yt / (t + a2)).T
+    return out
+
+
+@register_model
+class EllipsoidLimit(ShapeLimit):
+    kind = "ellipsoid"
+    label = "Ellipsoid"
+    description = "Ellipsoid on the principal axes of the sampled rotations; smooth, exact nearest-point projection"
+    SHAPE_PARAMS = {"position": (3,), "rotation": (3, 3), "scales": (3,)}
+
+    @classmethod
+    def _fit_shape(cls, points, padding, fixed_axis=None):
+        position, rotation = principal_frame(points, fixed_axis)
+        local = to_local(points, position, rotation)
+        extent = np.maximum(np.abs(local).max(axis=0), padding)
+        radius = np.max(np.linalg.norm(local / extent, axis=-1))
+        return {"position": position, "rotation": rotation, "scales": radius * extent + padding}
+
+    @classmethod
+    def _contains_shape(cls, shape, points, tolerance):
+        local = to_local(points, shape["position"], shape["rotation"])
+        a = shape["scales"]
+        limit = 1.0 + tolerance / a.min(axis=-1)
+        return np.sum((local / a) ** 2, axis=-1) <= limit * limit
+
+    @classmethod
+    def _project_shape(cls, shape, points):
+        rows, params, lead = flatten_rows(shape, points, _CORE_NDIMS)
+        local = to_local(rows, params["position"], params["rotation"])
+        a = params["scales"]
+        outside = np.sum((local / a) ** 2, axis=-1) > 1.0
+        out = rows.copy()
+        if outside.any():
+
+            def pick(value, core_ndim):
+                return value if value.ndim == core_ndim else value[outside]
+
+            nearest = nearest_on_ellipsoid(local[outside], pick(a, 1))
+            out[outside] = from_local(nearest, pick(params["position"], 1), pick(params["rotation"], 2))
+        return out.reshape(lead + (3,))
+
+    @classmethod
+    def _validate_shape(cls, shape):
+        check_rotation_matrices(shape["rotation"], f"{cls.kind} limit: 'rotation'")
+        if np.any(shape["scales"] <= 0):
+            raise ValueError(f"{cls.kind} limit: 'scales' must be positive")

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one interface every limit model implements, and the registry that names them.
+
+A *limit model* describes which rotations a joint may take. It works on rotations already
+expressed relative to the joint's reference pose (see :mod:`.joint`), as unit quaternions
+``(..., 4)`` in ``(w, x, y, z)`` order, and offers:
+
+``fit(rotations, **options)``  classmethod: build the model from a rotation cloud ``(N, 4)``
+``contains(q)``                ``(...,)`` bool: is the rotation allowed
+``project(q)``                 ``(..., 4)``: the nearest allowed rotation (identity on allowed ones)
+``violation(q)``               ``(...,)`` radians: how far ``q`` is from its projection
+``to_dict()`` / ``from_dict``  plain data: ``config`` (str/int/float/bool) and ``params`` (arrays)
+
+"Nearest" is measured in the model's own parameter space (scaled angle-axis for Holden's
+shapes, Euler angles for the Euler box, ...); ``violation`` is always the geodesic angle.
+
+Batching: every model's maths broadcasts over leading axes of its ``params``. Models of one
+class with equal ``config`` can be :meth:`LimitModel.stack`-ed into one model whose params have
+a leading bone axis ``B``; its ``project(q)`` with ``q`` of shape ``(B, 4)`` applies bone ``b``'s
+limit to row ``b``. The live handler uses this to limit a whole rig with a few numpy calls.
+
+A new model is one new module: subclass :class:`LimitModel`, decorate it with
+:func:`register_model`, and import the module in ``limits/__init__.py``.
+"""
+
+import numpy as np
+
+from .quaternion import as_quaternions, quaternion_angle, quaternion_normalize
+
+_REGISTRY = {}
+
+
+def register_model(cls):
+    """Class decorator: make ``cls`` available under ``cls.kind``."""
+    if not getattr(cls, "kind", None):
+        raise TypeError(f"{cls.__name__} needs a non-empty 'kind'")
+    if cls.kind in _REGISTRY and _REGISTRY[cls.kind] is not cls:
+        raise ValueError(f"limit model kind {cls.kind!r} is registered twice")
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def model_class(kind):
+    """The registered class for ``kind``; ``ValueError`` lists the known kinds otherwise."""
+    try:
+        return _REGISTRY[kind]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown limit model {kind!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def model_kinds():
+    """``[(kind, label, description), ...]`` in registration order, for UI enums."""
+    return [(cls.kind, cls.label, cls.description) for cls in _REGISTRY.values()]
+
+
+class LimitModel:
+    """Base class. Subclasses define ``kind``, ``label``, ``description``, ``PARAM_SHAPES``,
+    ``fit``, ``contains`` and ``project``; the rest is shared.
+
+    ``PARAM_SHAPES`` maps each parameter name to its per-bone shape, with ``None`` for a free
+    length (e.g. ``{"mins": (3,), "maxs": (3,)}``); :meth:`from_dict` validates against it.
+    """
+
+    kind = ""
+    label = ""
+    description = ""
+    PARAM_SHAPES = {}
+
+    def __init__(self, params, config=None):
+        self.params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
+        self.config = dict(config or {})
+
+    # -- the interface -------------------------------------------------------------------
+    @classmethod
+    def fit(cls, rotations, **options):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def contains(self, q):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def project(self, q):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def violation(self, q):
+        """Geodesic angle in radians from ``q`` to its projection (0 inside)."""
+        q = quaternion_normalize(as_quaternions(q))
+        return quaternion_angle(q, self.project(q))
+
+    # -- plain data ----------------------------------------------------------------------
+    def to_dict(self):
+        return {
+            "kind": self.kind,
+            "config": dict(self.config),
+            "params": {name: np.array(value) for name, value in self.params.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Rebuild a model from :meth:`to_dict` output, validating shapes and values."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a limit model must be a mapping, got {type(data).__name__}")
+        kind = data.get("kind")
+        target = model_class(kind) if cls is LimitModel else cls
+        if kind != target.kind:
+            raise ValueError(f"expected a {target.kind!r} limit, got {kind!r}")
+        config = data.get("config", {})
+        if not isinstance(config, dict) or not all(isinstance(v, (str, int, float, bool)) for v in config.values()):
+            raise ValueError(f"{kind} limit: 'config' must map names to plain values, got {config!r}")
+        params = data.get("params")
+        if not isinstance(params, dict):
+            raise ValueError(f"{kind} limit: 'params' missing or not a mapping")
+        checked = {}
+        for name, shape in target.PARAM_SHAPES.items():
+            if name not in params:
+                raise ValueError(f"{kind} limit: parameter {name!r} missing")
+            try:
+                value = np.asarray(params[name], dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"{kind} limit: parameter {name!r} is not numeric") from None
+            if value.ndim != len(shape) or any(s is not None and s != v for s, v in zip(shape, value.shape)):
+                raise ValueError(f"{kind} limit: parameter {name!r} must have shape {shape}, got {value.shape}")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{kind} limit: parameter {name!r} contains NaN or infinity")
+            checked[name] = value
+        extra = set(params) - set(target.PARAM_SHAPES)
+        if extra:
+            raise ValueError(f"{kind} limit: unknown parameters {sorted(extra)}")
+        model = target(checked, config)
+        model.validate()
+        return model
+
+    def validate(self):
+        """Hook for subclasses: raise ``ValueError`` when params are inconsistent."""
+
+    # -- batching ------------------------------------------------------------------------
+    def group_key(self):
+        """Models with equal keys can be stacked."""
+        return (self.kind, tuple(sorted(self.config.items())))
+
+    @classmethod
+    def stack(cls, models):
+        """One model whose params carry a leading bone axis, from models with one group key."""
+        models = list(models)
+        if not models:
+            raise ValueError("stack needs at least one model")
+        keys = {m.group_key() for m in models}
+        if len(keys) != 1:
+            raise ValueError(f"cannot stack limit models of different kinds or settings: {sorted(keys)}")
+        first = models[0]
+        params = {name: np.stack([m.params[name] for m in models]) for name in first.params}
+        return type(first)(params, first.config)
+
+    def __repr__(self):
+        shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in self.params.items())
+        return f"<{type(self).__name__} {self.config} {shapes}>"

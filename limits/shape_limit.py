@@ -1,0 +1,389 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Base class for Holden's limit shapes, fitted in a three-dimensional vector space.
+
+A :class:`ShapeLimit` turns each reference-relative rotation into one or two 3-D points, fits
+a convex shape (box, oriented box, ellipsoid, k-DOP) around the points of the rotation cloud,
+and limits a rotation by moving its points to the nearest points of the shapes.
+
+Modes (``config["mode"]``)
+--------------------------
+``"FULL"``
+    One shape around the scaled angle-axis vectors (exp map, radians) of the rotations.
+``"SWING_TWIST"``
+    Each rotation is split as ``q = swing * twist`` about the twist axis (parameter ``axis``,
+    default the bone's +Y). One shape is fitted to the swing vectors, a second shape of the same
+    kind to the twist vectors; both are projected independently and recomposed.
+
+Swing-twist coordinates: points are written in the *twist frame*, the rotation that takes +Y
+to ``axis`` by the shortest arc (the identity for the default axis). There the twist axis is
+the Y axis, swing points are ``(x, 0, z)`` (a plane) and twist points are ``(0, angle, 0)``
+(a line). Shapes that have their own orientation keep Y as one of their principal axes in this
+mode, and every shape is then mirror-symmetric about the swing plane (and about the twist
+line), so the nearest point of a swing point stays a pure swing and the nearest point of a
+twist point a pure twist. The projected points are flattened back onto the plane / line to
+remove rounding, which by that symmetry changes nothing else.
+
+Parameters
+----------
+Each subclass lists its per-shape parameters in ``SHAPE_PARAMS`` (name -> shape of one shape,
+e.g. ``{"mins": (3,), "maxs": (3,)}``). The stored parameter concatenates the shapes along its
+first axis: one shape in ``"FULL"`` mode, ``[swing, twist]`` in ``"SWING_TWIST"`` mode. So a
+box stores ``mins (3,)`` in FULL mode and ``mins (6,)`` (swing mins, then twist mins) in
+SWING_TWIST mode; an oriented box's ``rotation`` is ``(3, 3)`` or ``(6, 3)``. Every shape model
+also stores ``axis (3,)``, the unit twist axis (unused in FULL mode). A stacked model (see
+:meth:`LimitModel.stack`) adds a leading bone axis to every parameter.
+
+Subclasses implement only the vector-space maths, on points ``(..., 3)`` and a ``shape`` dict of
+one shape's parameters (possibly with leading axes that broadcast against the points):
+
+``_fit_shape(points (N, 3), padding, fixed_axis=None) -> dict``
+``_contains_shape(shape, points, tolerance) -> (...,) bool``
+``_project_shape(shape, points) -> (..., 3)`` nearest point of the shape (identity inside)
+``_validate_shape(shape)``: raise ``ValueError`` for inconsistent parameters
+"""
+
+import numpy as np
+
+from .constants import BONE_AXIS, EPS, IDENTITY_QUATERNION
+from .model import LimitModel
+from .quaternion import (
+    as_quaternions,
+    check_finite,
+    exp_map_from_quaternion,
+    quaternion_angle,
+    quaternion_from_exp_map,
+    quaternion_multiply,
+    quaternion_normalize,
+)
+from .swing_twist import swing_twist_from_quaternion, unit_axis
+
+#: The two ways a shape model reads a rotation.
+MODES = ("FULL", "SWING_TWIST")
+
+#: Smallest padding (radians) used when fitting: keeps every shape full-dimensional, even
+#: around a single rotation or rotations about one axis.
+MIN_PADDING = 1e-3
+
+#: Default tolerance (radians, in the shape's space) of :meth:`ShapeLimit.contains`, so that
+#: projected rotations count as inside despite rounding.
+CONTAINS_TOLERANCE = 1e-9
+
+_SWING_PLANE = np.array([1.0, 0.0, 1.0])
+_TWIST_LINE = np.array([0.0, 1.0, 0.0])
+
+
+# -- small shared helpers -----------------------------------------------------------------------
+def finite_rows(q):
+    """``(...,)`` bool: every component of the last axis of ``q`` is finite.
+
+    Written out per component: much faster than ``np.isfinite(q).all(axis=-1)`` for short rows.
+    """
+    finite = np.isfinite(q)
+    out = finite[..., 0]
+    for i in range(1, q.shape[-1]):
+        out = out & finite[..., i]
+    return out
+
+
+def rows_differ(a, b):
+    """``(...,)`` bool: the 3-vectors ``a`` and ``b`` differ in some component."""
+    differ = a != b
+    return differ[..., 0] | differ[..., 1] | differ[..., 2]
+
+
+def check_cloud(rotations):
+    """The rotation cloud as a finite ``(N, 4)`` array with ``N >= 1``; ``ValueError`` otherwise."""
+    q = as_quaternions(rotations, "rotation cloud")
+    if q.ndim != 2 or len(q) == 0:
+        raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
+    check_finite(q, "rotation cloud")
+    return q
+
+
+def check_padding(padding):
+    """``padding`` as a float of at least :data:`MIN_PADDING` radians."""
+    try:
+        padding = float(padding)
+    except (TypeError, ValueError):
+        raise ValueError(f"padding must be a number of radians, got {padding!r}") from None
+    if not np.isfinite(padding) or padding < 0:
+        raise ValueError(f"padding must be a finite, non-negative number of radians, got {padding!r}")
+    return max(padding, MIN_PADDING)
+
+
+def check_rotation_matrices(rotation, name="rotation"):
+    """Raise ``ValueError`` unless ``rotation (..., 3, 3)`` is orthonormal with determinant +1."""
+    gram = np.einsum("...ki,...kj->...ij", rotation, rotation)
+    if not np.allclose(gram, np.eye(3), atol=1e-6) or np.any(np.linalg.det(rotation) <= 0):
+        raise ValueError(f"{name} must be a rotation matrix (orthonormal, determinant +1)")
+
+
+def to_local(points, position, rotation):
+    """Frame coordinates ``rotation^T @ (points - position)``, shapes ``(..., 3)``, ``(..., 3, 3)``."""
+    d = points - position
+    if rotation.ndim == 2:
+        return d @ rotation
+    return np.einsum("...ji,...j->...i", rotation, d)
+
+
+def from_local(local, position, rotation):
+    """Inverse of :func:`to_local`: ``rotation @ local + position``."""
+    if rotation.ndim == 2:
+        return local @ rotation.T + position
+    return np.einsum("...ij,...j->...i", rotation, local) + position
+
+
+def flatten_rows(shape, points, core_ndims):
+    """Broadcast ``points (..., 3)`` against the leading (bone) axes of a shape's parameters
+    and flatten both to rows, for shapes whose maths selects rows.
+
+    Returns ``(rows (M, 3), params, lead_shape)``: parameters without leading axes are passed
+    through unchanged (they apply to every row), the others become ``(M, *core)`` arrays.
+    ``core_ndims`` maps each parameter name to the number of its own (non-leading) axes.
+    """
+    leads = [value.shape[: value.ndim - core_ndims[name]] for name, value in shape.items()]
+    lead = np.broadcast_shapes(points.shape[:-1], *leads)
+    rows = np.broadcast_to(points, lead + (3,)).reshape(-1, 3)
+    params = {}
+    for name, value in shape.items():
+        core = value.shape[value.ndim - core_ndims[name] :]
+        if value.ndim == len(core):
+            params[name] = value
+        else:
+            params[name] = np.broadcast_to(value, lead + core).reshape((-1,) + core)
+    return rows, params, lead
+
+
+def principal_frame(points, fixed_axis=None):
+    """Centre and principal axes of a point cloud, by numpy's SVD of its covariance.
+
+    Parameters
+    ----------
+    points : (N, 3) array
+    fixed_axis : None or int
+        When given, that coordinate axis is kept as a frame axis (column ``fixed_axis`` of the
+        result is the unit vector along it) and only the other two axes are fitted. Used for
+        swing and twist clouds, whose twist axis is the frame's Y axis.
+
+    Returns
+    -------
+    position : (3,) array
+        Mean of the points.
+    rotation : (3, 3) array
+        Orthonormal, determinant +1; its columns are the principal axes, largest spread first.
+        Each column's largest component is made positive so the result is reproducible.
+        Degenerate clouds (a point, a line, a plane) give a valid frame too.
+    """
+    points = np.asarray(points, dtype=float)
+    position = points.mean(axis=0)
+    centred = points - position
+    if fixed_axis is None:
+        free = [0, 1, 2]
+        rotation = np.linalg.svd(centred.T @ centred / len(points))[0]
+    else:
+        free = [i for i in range(3) if i != fixed_axis]
+        sub = centred[:, free]
+        rotation = np.zeros((3, 3))
+        rotation[fixed_axis, fixed_axis] = 1.0
+        rotation[np.ix_(free, free)] = np.linalg.svd(sub.T @ sub / len(points))[0]
+    largest = np.argmax(np.abs(rotation), axis=0)
+    signs = np.where(rotation[largest, np.arange(3)] < 0, -1.0, 1.0)
+    rotation = rotation * signs
+    if np.linalg.det(rotation) < 0:
+        rotation[:, free[-1]] *= -1.0
+    return position, rotation
+
+
+def twist_frame(axis):
+    """Rotation matrices ``(..., 3, 3)`` taking +Y to the unit ``axis (..., 3)`` by the shortest arc.
+
+    Column 1 is ``axis``; for the default +Y axis the frame is the identity. For ``axis = -Y``
+    (where the shortest arc is not unique) the half turn about X is used.
+    """
+    a = unit_axis(axis)
+    x, y, z = a[..., 0], a[..., 1], a[..., 2]
+    opposite = 1.0 + y <= 1e-12
+    inv = 1.0 / np.where(opposite, 1.0, 1.0 + y)
+    frame = np.stack(
+        (
+            np.stack((y + z * z * inv, x, -x * z * inv), axis=-1),
+            np.stack((-x, y, -z), axis=-1),
+            np.stack((-x * z * inv, z, y + x * x * inv), axis=-1),
+        ),
+        axis=-2,
+    )
+    half_turn = np.diag([1.0, -1.0, -1.0])
+    return np.where(opposite[..., None, None], half_turn, frame)
+
+
+# -- the base class ------------------------------------------------------------------------------
+class ShapeLimit(LimitModel):
+    """A limit made of convex shapes in exp-map space (see the module docstring).
+
+    Subclasses set ``kind``, ``label``, ``description`` and ``SHAPE_PARAMS`` and implement the
+    four ``_*_shape`` methods; ``PARAM_SHAPES`` is derived from ``SHAPE_PARAMS``.
+    """
+
+    SHAPE_PARAMS = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        shapes = {name: (None, *shape[1:]) for name, shape in cls.SHAPE_PARAMS.items()}
+        shapes["axis"] = (3,)
+        cls.PARAM_SHAPES = shapes
+
+    # -- fitting -------------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, rotations, mode="FULL", padding=0.05, twist_axis=BONE_AXIS):
+        """Fit the shape(s) to a cloud of reference-relative rotations.
+
+        Parameters
+        ----------
+        rotations : (N, 4) array
+            Unit quaternions ``(w, x, y, z)``, cover already chosen (e.g. unrolled).
+        mode : {"FULL", "SWING_TWIST"}
+        padding : float
+            Radians added around the data on every side (at least :data:`MIN_PADDING`).
+        twist_axis : (3,) array
+            Axis of the swing-twist split, in the bone's frame (normalized here).
+        """
+        q = check_cloud(rotations)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        padding = check_padding(padding)
+        axis = unit_axis(np.asarray(twist_axis, dtype=float).reshape(3))
+        if mode == "FULL":
+            shapes = [cls._fit_shape(exp_map_from_quaternion(q), padding)]
+        else:
+            swing_points, twist_points = cls._swing_twist_points(q, axis)
+            shapes = [cls._fit_shape(swing_points, padding, fixed_axis=1), cls._fit_shape(twist_points, padding, fixed_axis=1)]
+        params = {name: np.concatenate([s[name] for s in shapes], axis=0) for name in cls.SHAPE_PARAMS}
+        params["axis"] = axis
+        return cls(params, {"mode": mode})
+
+    # -- the interface ---------------------------------------------------------------------------
+    def contains(self, q, tolerance=CONTAINS_TOLERANCE):
+        """``(...,)`` bool: the rotations ``q (..., 4)`` lie in every shape (within ``tolerance``
+        radians in shape space). Non-finite rows are not contained."""
+        q = as_quaternions(q)
+        finite = finite_rows(q)
+        points = self._points(np.where(finite[..., None], q, IDENTITY_QUATERNION))
+        inside = finite
+        for shape, p in zip(self._shapes(), points, strict=True):
+            inside = inside & self._contains_shape(shape, p, tolerance)
+        return inside
+
+    def project(self, q):
+        """Nearest allowed rotations ``(..., 4)``: each point moved to the nearest point of its
+        shape (Euclidean, in exp-map space); allowed rotations and non-finite rows are returned
+        unchanged."""
+        return self._project(q)[0]
+
+    def violation(self, q):
+        """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
+        q = as_quaternions(q)
+        finite = finite_rows(q)
+        q = quaternion_normalize(q)
+        projected, moved = self._project(q)
+        angle = np.where(moved, quaternion_angle(q, projected), 0.0)
+        return np.where(finite, angle, np.nan)
+
+    def _project(self, q):
+        """``(projected (..., 4), moved (...,) bool)``."""
+        q = as_quaternions(q)
+        finite = finite_rows(q)
+        safe = np.where(finite[..., None], q, IDENTITY_QUATERNION) if not finite.all() else q
+        points = self._points(safe)
+        projected = [self._project_shape(shape, p) for shape, p in zip(self._shapes(), points, strict=True)]
+        if self.config["mode"] == "SWING_TWIST":
+            projected = [projected[0] * _SWING_PLANE, projected[1] * _TWIST_LINE]
+        moved = np.zeros((), dtype=bool)
+        for p, p_new in zip(points, projected, strict=True):
+            moved = moved | rows_differ(p_new, p)
+        out = np.where(moved[..., None], self._rotations(projected), safe)
+        if not finite.all():
+            out = np.where(finite[..., None], out, q)
+            moved = moved & finite
+        return out, moved
+
+    # -- rotations <-> shape points ----------------------------------------------------------------
+    @staticmethod
+    def _swing_twist_points(q, axis):
+        """Swing points ``(..., 3)`` ``(x, 0, z)`` and twist points ``(0, angle, 0)`` in the
+        twist frame of ``axis``."""
+        swing, twist = swing_twist_from_quaternion(q, axis)
+        frame = twist_frame(axis)
+        swing_points = to_local(exp_map_from_quaternion(swing), 0.0, frame)
+        swing_points[..., 1] = 0.0
+        twist_vector = exp_map_from_quaternion(twist)
+        a = unit_axis(axis)
+        angle = twist_vector[..., 0] * a[..., 0] + twist_vector[..., 1] * a[..., 1] + twist_vector[..., 2] * a[..., 2]
+        twist_points = np.zeros(angle.shape + (3,))
+        twist_points[..., 1] = angle
+        return swing_points, twist_points
+
+    def _points(self, q):
+        if self.config["mode"] == "FULL":
+            return [exp_map_from_quaternion(q)]
+        return list(self._swing_twist_points(q, self.params["axis"]))
+
+    def _rotations(self, points):
+        if self.config["mode"] == "FULL":
+            return quaternion_from_exp_map(points[0])
+        axis = unit_axis(self.params["axis"])
+        swing = quaternion_from_exp_map(from_local(points[0], 0.0, twist_frame(axis)))
+        twist = quaternion_from_exp_map(axis * points[1][..., 1:2])
+        return quaternion_multiply(swing, twist)
+
+    def _shapes(self):
+        """The parameters of each shape: ``[full]`` or ``[swing, twist]``, as dicts of views."""
+        count = 1 if self.config["mode"] == "FULL" else 2
+        shapes = []
+        for index in range(count):
+            shape = {}
+            for name, core in self.SHAPE_PARAMS.items():
+                value = self.params[name]
+                size = core[0]
+                cut = [slice(None)] * value.ndim
+                cut[value.ndim - len(core)] = slice(index * size, (index + 1) * size)
+                shape[name] = value[tuple(cut)]
+            shapes.append(shape)
+        return shapes
+
+    # -- validation ------------------------------------------------------------------------------
+    def validate(self):
+        mode = self.config.get("mode")
+        if mode not in MODES:
+            raise ValueError(f"{self.kind} limit: config 'mode' must be one of {MODES}, got {mode!r}")
+        extra = set(self.config) - {"mode"}
+        if extra:
+            raise ValueError(f"{self.kind} limit: unknown config entries {sorted(extra)}")
+        count = 1 if mode == "FULL" else 2
+        for name, core in self.SHAPE_PARAMS.items():
+            value = self.params[name]
+            length = value.shape[value.ndim - len(core)]
+            if length != count * core[0]:
+                raise ValueError(
+                    f"{self.kind} limit: parameter {name!r} must hold {count} x {core[0]} values in {mode} mode, got {length}"
+                )
+        if np.any(np.linalg.norm(self.params["axis"], axis=-1) <= EPS):
+            raise ValueError(f"{self.kind} limit: twist 'axis' must not have zero length")
+        for shape in self._shapes():
+            self._validate_shape(shape)
+
+    # -- to be implemented by the shapes -----------------------------------------------------------
+    @classmethod
+    def _fit_shape(cls, points, padding, fixed_axis=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def _contains_shape(cls, shape, points, tolerance):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def _project_shape(cls, shape, points):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def _validate_shape(cls, shape):
+        """Raise ``ValueError`` when one shape's parameters are inconsistent."""

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Operators, one per file. Scripts depend on the ``pose.joint_limits_<verb>`` names."""
+
+import bpy
+
+from .bake import JOINTLIMITS_OT_bake
+from .clear import JOINTLIMITS_OT_clear
+from .enforce import JOINTLIMITS_OT_enforce
+from .export_native import JOINTLIMITS_OT_export_native
+from .fit import JOINTLIMITS_OT_fit
+from .import_bvh import JOINTLIMITS_OT_import_bvh
+from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
+from .mirror import JOINTLIMITS_OT_mirror
+from .report import JOINTLIMITS_OT_report
+from .sample import JOINTLIMITS_OT_sample
+from .show_cloud import JOINTLIMITS_OT_show_cloud
+
+classes = (
+    JOINTLIMITS_OT_sample,
+    JOINTLIMITS_OT_import_bvh,
+    JOINTLIMITS_OT_fit,
+    JOINTLIMITS_OT_clear,
+    JOINTLIMITS_OT_mirror,
+    JOINTLIMITS_OT_export_native,
+    JOINTLIMITS_OT_enforce,
+    JOINTLIMITS_OT_bake,
+    JOINTLIMITS_OT_report,
+    JOINTLIMITS_OT_show_cloud,
+    JOINTLIMITS_OT_save_file,
+    JOINTLIMITS_OT_load_file,
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

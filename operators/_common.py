@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared bits of the operators: polls that explain themselves, selection, progress."""
+
+import contextlib
+
+
+def armature_in_pose_mode(cls, context, need_selection=True):
+    """Poll: an armature in Pose Mode (with selected bones); sets the poll message otherwise."""
+    obj = context.object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("Select an armature")
+        return False
+    if context.mode != "POSE":
+        cls.poll_message_set("Switch the armature to Pose Mode")
+        return False
+    if need_selection and not context.selected_pose_bones:
+        cls.poll_message_set("Select one or more pose bones")
+        return False
+    return True
+
+
+def armature_with_action(cls, context):
+    if not armature_in_pose_mode(cls, context, need_selection=False):
+        return False
+    anim = context.object.animation_data
+    if anim is None or anim.action is None:
+        cls.poll_message_set("The armature has no action")
+        return False
+    return True
+
+
+def selected_bones(context):
+    return list(context.selected_pose_bones or ())
+
+
+@contextlib.contextmanager
+def progress(context, total):
+    """``update(i)`` callback driving the window manager's progress indicator."""
+    wm = context.window_manager
+    wm.progress_begin(0, max(int(total), 1))
+    try:
+        yield wm.progress_update
+    finally:
+        wm.progress_end()
+
+
+def plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+import bpy
+from bpy.props import EnumProperty
+
+from ..props import MODEL_ITEMS
+from ..rig.fitting import fit_pose_bone
+from ._common import armature_in_pose_mode, plural, selected_bones
+
+
+class JOINTLIMITS_OT_fit(bpy.types.Operator):
+    """Fit a limit shape to each selected bone's rotation cloud"""
+
+    bl_idname = "pose.joint_limits_fit"
+    bl_label = "Fit Limits"
+    bl_options = {"REGISTER", "UNDO"}
+
+    model: EnumProperty(name="Model", items=(("BONE", "Per Bone", "Use each bone's own model setting"), *MODEL_ITEMS), default="BONE")
+
+    @classmethod
+    def poll(cls, context):
+        return armature_in_pose_mode(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
+        if not bones:
+            self.report({"ERROR"}, "No selected bone has samples; run Sample Rotations first")
+            return {"CANCELLED"}
+        failed = []
+        for pb in bones:
+            try:
+                if self.model != "BONE":
+                    pb.joint_limit.model = self.model
+                fit_pose_bone(obj, pb)
+                pb.joint_limit.last_error = ""
+            except ValueError as err:
+                pb.joint_limit.last_error = str(err)
+                failed.append(f"{pb.name}: {err}")
+        for f in failed[:5]:
+            self.report({"WARNING"}, f)
+        fitted = len(bones) - len(failed)
+        if not fitted:
+            self.report({"ERROR"}, f"No limit fitted ({failed[0]})")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Fitted {plural(fitted, 'bone')}" + (f", {len(failed)} failed" if failed else ""))
+        return {"FINISHED"}

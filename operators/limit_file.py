@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+import bpy
+from bpy.props import StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+
+from ..limits.serialize import load_limit, save_limit
+from ..rig.storage import read_limit, write_limit
+from ._common import armature_in_pose_mode
+
+
+def _active_bone_poll(cls, context):
+    if not armature_in_pose_mode(cls, context, need_selection=False):
+        return False
+    if context.active_pose_bone is None:
+        cls.poll_message_set("Make a pose bone active")
+        return False
+    return True
+
+
+class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
+    """Save the active bone's fitted limit to a .json or .npz file"""
+
+    bl_idname = "pose.joint_limits_save_file"
+    bl_label = "Save Limit File"
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json;*.npz", options={"HIDDEN"})
+
+    @classmethod
+    def poll(cls, context):
+        return _active_bone_poll(cls, context)
+
+    def execute(self, context):
+        pb = context.active_pose_bone
+        try:
+            limit = read_limit(pb)
+            if limit is None:
+                raise ValueError(f"{pb.name} has no fitted limit")
+            save_limit(self.filepath, limit)
+        except (ValueError, OSError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Saved {pb.name}'s limit to {self.filepath}")
+        return {"FINISHED"}
+
+
+class JOINTLIMITS_OT_load_file(bpy.types.Operator, ImportHelper):
+    """Load a limit from a .json or .npz file onto the active bone (validated, never unpickled)"""
+
+    bl_idname = "pose.joint_limits_load_file"
+    bl_label = "Load Limit File"
+    bl_options = {"REGISTER", "UNDO"}
+    filter_glob: StringProperty(default="*.json;*.npz", options={"HIDDEN"})
+
+    @classmethod
+    def poll(cls, context):
+        return _active_bone_poll(cls, context)
+
+    def execute(self, context):
+        pb = context.active_pose_bone
+        try:
+            limit = load_limit(self.filepath)
+        except (ValueError, OSError) as err:
+            self.report({"ERROR"}, f"Could not load {self.filepath}: {err}")
+            return {"CANCELLED"}
+        settings = pb.joint_limit
+        if settings.model != limit.model.kind:  # may refit from samples: set before writing
+            settings.model = limit.model.kind
+        mode = limit.model.config.get("mode")
+        if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
+            settings.mode = mode
+        write_limit(pb, limit)
+        self.report({"INFO"}, f"Loaded a {limit.model.kind} limit onto {pb.name}")
+        return {"FINISHED"}

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+import bpy
+from bpy.props import BoolProperty, IntProperty
+
+from ..rig.actions import action_frames
+from ..rig.report import report_text, violation_report
+from ._common import armature_with_action, progress
+
+TEXT_NAME = "Joint Limits Report"
+
+
+class JOINTLIMITS_OT_report(bpy.types.Operator):
+    """Check the action against the limits: frames out of limit and the worst violation per bone (text block 'Joint Limits Report')"""
+
+    bl_idname = "pose.joint_limits_report"
+    bl_label = "Violation Report"
+    bl_options = {"REGISTER"}
+
+    use_frame_range: BoolProperty(name="Frame Range", default=False)
+    frame_start: IntProperty(name="Start", default=1)
+    frame_end: IntProperty(name="End", default=250)
+
+    @classmethod
+    def poll(cls, context):
+        return armature_with_action(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        action = obj.animation_data.action
+        try:
+            frames = action_frames(action, *((self.frame_start, self.frame_end) if self.use_frame_range else (None, None)))
+            with progress(context, len(frames)) as update:
+                rows = violation_report(obj, context.scene, action, frames, progress=update)
+        except ValueError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        text = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
+        text.from_string(report_text(obj, action, rows))
+        bad = [r for r in rows if r["frames_out"]]
+        if bad:
+            worst = max(bad, key=lambda r: r["worst_deg"])
+            self.report({"WARNING"}, f"{len(bad)} of {len(rows)} bones leave their limits; worst {worst['bone']} {worst['worst_deg']:.1f}° at frame {worst['worst_frame']} (see text '{TEXT_NAME}')")
+        else:
+            self.report({"INFO"}, f"All {len(rows)} limited bones stay inside over {len(frames)} frames")
+        return {"FINISHED"}

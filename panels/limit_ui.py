@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Drawing one bone's limit settings; shared by the sidebar and the Bone Constraints tab."""
+
+from ..rig.status import bone_status
+
+
+def draw_limit_settings(layout, pose_bone):
+    settings = pose_bone.joint_limit
+    layout.use_property_split = True
+    layout.use_property_decorate = False
+    col = layout.column()
+    col.active = settings.enabled
+    col.prop(settings, "model")
+    if settings.model != "euler_box":
+        col.prop(settings, "mode")
+        if settings.mode == "SWING_TWIST":
+            col.prop(settings, "twist_axis")
+    col.prop(settings, "reference")
+    if settings.reference == "FRAME":
+        col.prop(settings, "reference_frame")
+    col.prop(settings, "padding")
+    col.prop(settings, "influence")
+    row = col.row(heading="Softening")
+    row.prop(settings, "use_softening", text="")
+    sub = row.row(align=True)
+    sub.active = settings.use_softening
+    sub.prop(settings, "soft_radius", text="")
+    sub.prop(settings, "soft_falloff", text="")
+    col.label(text=f"Samples: {settings.cloud_count}", icon="OUTLINER_DATA_POINTCLOUD")
+    text, inside = bone_status(pose_bone)
+    col.label(text=text, icon="CHECKMARK" if inside else ("ERROR" if inside is False else "INFO"))
+    if settings.last_error:
+        col.label(text=settings.last_error, icon="ERROR")

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+import bpy
+
+from .. import enforcement
+from .limit_ui import draw_limit_settings
+
+
+class _SidebarPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Joint Limits"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "ARMATURE" and context.mode == "POSE"
+
+
+class JOINTLIMITS_PT_limit(_SidebarPanel, bpy.types.Panel):
+    bl_label = "Joint Limit"
+
+    def draw_header(self, context):
+        pb = context.active_pose_bone
+        if pb is not None:
+            self.layout.prop(pb.joint_limit, "enabled", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        row = layout.row(align=True)
+        row.operator("pose.joint_limits_sample", icon="ACTION")
+        row.operator("pose.joint_limits_fit", icon="MOD_MESHDEFORM")
+        pb = context.active_pose_bone
+        if pb is None:
+            layout.label(text="No active bone", icon="INFO")
+            return
+        layout.label(text=pb.name, icon="BONE_DATA")
+        draw_limit_settings(layout, pb)
+
+
+class JOINTLIMITS_PT_enforce(_SidebarPanel, bpy.types.Panel):
+    bl_label = "Enforcement"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.joint_limits
+        layout.prop(settings, "enforce_live", toggle=True, icon="CON_ROTLIMIT")
+        row = layout.row(align=True)
+        row.operator("pose.joint_limits_bake", icon="REC")
+        row.operator("pose.joint_limits_report", icon="TEXT")
+        for message in enforcement.messages()[-3:]:
+            layout.label(text=message, icon="ERROR")
+
+
+class JOINTLIMITS_PT_tools(_SidebarPanel, bpy.types.Panel):
+    bl_label = "Tools"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        col = self.layout.column(align=True)
+        col.operator("pose.joint_limits_import_bvh", icon="IMPORT")
+        col.operator("pose.joint_limits_mirror", icon="MOD_MIRROR")
+        col.operator("pose.joint_limits_export_native", icon="CONSTRAINT_BONE")
+        col.operator("pose.joint_limits_show_cloud", icon="OUTLINER_OB_POINTCLOUD")
+        col.operator("pose.joint_limits_clear", icon="X")
+        row = col.row(align=True)
+        row.operator("pose.joint_limits_save_file", icon="EXPORT", text="Save")
+        row.operator("pose.joint_limits_load_file", icon="IMPORT", text="Load")
+        col.prop(context.scene.joint_limits, "display_scale")

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Settings saved in the .blend: ``PoseBone.joint_limit`` (one per bone, like a constraint) and
+``Scene.joint_limits`` (live enforcement and display)."""
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+
+from . import enforcement
+from .limits.model import model_kinds
+
+MODEL_ITEMS = model_kinds()
+
+
+def _owner_pose_bone(settings):
+    """The pose bone that owns ``settings`` (its RNA path cannot be built for pose bones)."""
+    obj = settings.id_data
+    pointer = settings.as_pointer()
+    return obj, next(pb for pb in obj.pose.bones if pb.joint_limit.as_pointer() == pointer)
+
+
+def _refit(settings, context):
+    """A fitting setting changed: refit from the stored cloud so the limit follows the UI."""
+    enforcement.invalidate()
+    if not settings.cloud_data or not settings.limit_data:
+        return
+    from .rig.fitting import fit_pose_bone
+
+    try:
+        obj, pose_bone = _owner_pose_bone(settings)
+        fit_pose_bone(obj, pose_bone)
+        settings.last_error = ""
+    except Exception as err:  # noqa: BLE001 - never raise out of an update callback
+        settings.last_error = str(err)
+
+
+def _changed(settings, context):
+    enforcement.invalidate()
+
+
+class JointLimitSettings(bpy.types.PropertyGroup):
+    """A pose bone's joint limit: like a constraint, with the fitted shape and its data."""
+
+    enabled: BoolProperty(name="Enabled", description="Enforce this bone's limit", default=True, update=_changed)
+    model: EnumProperty(name="Model", description="Shape of the allowed rotation region", items=MODEL_ITEMS, default="kdop", update=_refit)
+    mode: EnumProperty(
+        name="Space",
+        description="Fit one shape to the whole rotation, or separate shapes to swing and twist",
+        items=(
+            ("FULL", "Full Rotation", "One shape over the scaled angle-axis of the whole rotation"),
+            ("SWING_TWIST", "Swing-Twist", "Separate shapes for where the bone points and its twist"),
+        ),
+        default="FULL",
+        update=_refit,
+    )
+    influence: FloatProperty(name="Influence", description="How much of the correction to apply", default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_changed)
+    padding: FloatProperty(name="Padding", description="Grow the fitted shape by this angle", default=0.05, min=0.0, max=1.0, subtype="ANGLE", update=_refit)
+    use_softening: BoolProperty(name="Softening", description="Let the limit give way smoothly (tanh) instead of locking", default=False, update=_changed)
+    soft_radius: FloatProperty(name="Radius", description="Most the limit gives way", default=0.1, min=0.0, max=1.0, subtype="ANGLE", update=_changed)
+    soft_falloff: FloatProperty(name="Falloff", description="How quickly the give reaches its radius", default=1.0, min=0.0, max=100.0, update=_changed)
+    reference: EnumProperty(
+        name="Reference",
+        description="Pose the limit is centred on",
+        items=(
+            ("MEAN", "Data Mean", "The mean rotation of the samples (robust for mocap rigs)"),
+            ("REST", "Rest Pose", "The bone's rest orientation"),
+            ("FRAME", "Frame", "The pose at a chosen frame of the active action"),
+        ),
+        default="MEAN",
+        update=_refit,
+    )
+    reference_frame: IntProperty(name="Reference Frame", description="Frame whose pose is the reference", default=1, update=_refit)
+    twist_axis: EnumProperty(
+        name="Twist Axis",
+        description="Axis the swing-twist split turns about",
+        items=(
+            ("BONE_Y", "Bone Y", "The bone's own length axis"),
+            ("CHILDREN", "Children", "Mean direction to the child bones"),
+        ),
+        default="BONE_Y",
+        update=_refit,
+    )
+    limit_data: StringProperty(name="Fitted Limit", description="Fitted limit parameters (JSON)", default="", options={"HIDDEN"}, update=_changed)
+    cloud_data: StringProperty(name="Rotation Cloud", description="Sampled local rotations", default="", options={"HIDDEN"})
+    cloud_count: IntProperty(name="Samples", description="Number of sampled rotations", default=0, min=0)
+    last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
+
+
+class JointLimitsSceneSettings(bpy.types.PropertyGroup):
+    """Scene-wide Joint Limits state."""
+
+    enforce_live: BoolProperty(
+        name="Live Enforcement",
+        description="Project limited bones into their limits on every frame change and edit",
+        default=False,
+        update=_changed,
+    )
+    display_scale: FloatProperty(name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0)
+
+
+classes = (JointLimitSettings, JointLimitsSceneSettings)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.PoseBone.joint_limit = PointerProperty(type=JointLimitSettings)
+    bpy.types.Scene.joint_limits = PointerProperty(type=JointLimitsSceneSettings)
+
+
+def unregister():
+    del bpy.types.Scene.joint_limits
+    del bpy.types.PoseBone.joint_limit
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bake: evaluate an action with constraints and IK, limit every limited bone, write a clean action."""
+
+import numpy as np
+
+from ..limits.quaternion import slerp
+from .actions import new_action, rotation_channel_values, write_curve
+from .evaluate import evaluated_local_transforms
+from .sampling import temporarily_assigned
+from .storage import read_limit
+
+
+def limited_bones(obj, bone_names=None):
+    """``{name: JointLimit}`` of enabled, fitted bones (restricted to ``bone_names`` if given)."""
+    out = {}
+    for pb in obj.pose.bones:
+        if bone_names is not None and pb.name not in bone_names:
+            continue
+        if pb.joint_limit.enabled and pb.joint_limit.limit_data:
+            out[pb.name] = read_limit(pb)
+    return out
+
+
+def apply_limits(obj, rotations, limits):
+    """Limit ``rotations (F, n, 4)`` (``pose.bones`` order) in place; returns them."""
+    for name, limit in limits.items():
+        b = obj.pose.bones.find(name)
+        q = rotations[:, b]
+        p = limit.project(q)
+        influence = obj.pose.bones[b].joint_limit.influence
+        rotations[:, b] = slerp(q, p, influence) if influence < 1.0 else p
+    return rotations
+
+
+def bake_action(obj, scene, action, frames, bone_names=None, name=None, progress=None):
+    """A new action with loc/rot/scale keys on every frame for every bone, reproducing the
+    evaluated pose (constraints and IK baked in) with limited bones projected into their limits.
+    The source action is untouched and the new one is not assigned. Returns the new action."""
+    limits = limited_bones(obj, bone_names)
+    with temporarily_assigned(obj, action):
+        loc, rot, scale = evaluated_local_transforms(obj, scene, frames, progress)
+    rot = apply_limits(obj, rot, limits)
+    baked, container = new_action(obj, name or f"{action.name}_limited")
+    frames = np.asarray(frames, dtype=float)
+    for b, pb in enumerate(obj.pose.bones):
+        group = pb.name
+        path = f'pose.bones["{pb.name}"]'
+        channel, values = rotation_channel_values(pb.rotation_mode, rot[:, b])
+        for i in range(3):
+            write_curve(container, f"{path}.location", i, frames, loc[:, b, i], group)
+        for i in range(values.shape[1]):
+            write_curve(container, f"{path}.{channel}", i, frames, values[:, i], group)
+        for i in range(3):
+            write_curve(container, f"{path}.scale", i, frames, scale[:, b, i], group)
+    baked.use_fake_user = True
+    return baked

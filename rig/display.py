@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Showing a bone's data beside the rig: the rotation cloud as a point object and the fitted
+limit as a wire mesh, both in scaled angle-axis space (radians times ``display_scale`` metres)."""
+
+import bmesh
+import bpy
+import numpy as np
+
+from ..limits.boundary import limit_boundary
+from ..limits.joint import relative_cloud
+from ..limits.quaternion import exp_map_from_quaternion
+from .storage import read_cloud, read_limit
+
+COLLECTION = "Joint Limits Display"
+
+
+def _collection(scene):
+    coll = bpy.data.collections.get(COLLECTION)
+    if coll is None:
+        coll = bpy.data.collections.new(COLLECTION)
+    if coll.name not in scene.collection.children:
+        scene.collection.children.link(coll)
+    return coll
+
+
+def _object(name, mesh, coll):
+    obj = bpy.data.objects.get(name)
+    if obj is None or obj.type != "MESH":
+        obj = bpy.data.objects.new(name, mesh)
+    else:
+        old = obj.data
+        obj.data = mesh
+        if old.users == 0:
+            bpy.data.meshes.remove(old)
+    if obj.name not in coll.objects:
+        coll.objects.link(obj)
+    return obj
+
+
+def bone_rotation_points(pose_bone):
+    """``(cloud_points (N, 3), boundary_vertices (V, 3), boundary_faces)`` in exp-map space
+    (radians) relative to the limit's reference (or the rest pose when not fitted)."""
+    cloud = read_cloud(pose_bone)
+    limit = read_limit(pose_bone)
+    verts, faces = np.zeros((0, 3)), []
+    if limit is not None:
+        bm = bmesh.new()
+        bmesh.ops.create_icosphere(bm, subdivisions=3, radius=1.0)
+        directions = np.array([v.co for v in bm.verts])
+        faces = [[v.index for v in f.verts] for f in bm.faces]
+        bm.free()
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        verts = limit_boundary(limit, directions)
+        reference = limit.reference
+    else:
+        reference = np.array([1.0, 0.0, 0.0, 0.0])
+    points = exp_map_from_quaternion(relative_cloud(cloud, reference)) if len(cloud) else np.zeros((0, 3))
+    return points, verts, faces
+
+
+def show_bone(obj, pose_bone, scene, offset=None):
+    """Create or update the point-cloud and limit-shape objects of ``pose_bone``; returns them."""
+    scale = scene.joint_limits.display_scale
+    points, verts, faces = bone_rotation_points(pose_bone)
+    coll = _collection(scene)
+    base = f"JL {obj.name} {pose_bone.name}"
+    if offset is None:
+        head = obj.matrix_world @ pose_bone.head
+        offset = np.array(head) + np.array([obj.dimensions.x * 0.5 + 4 * scale, 0.0, 0.0])
+    cloud_mesh = bpy.data.meshes.new(base + " cloud")
+    cloud_mesh.from_pydata((points * scale).tolist(), [], [])
+    cloud_obj = _object(base + " cloud", cloud_mesh, coll)
+    cloud_obj.location = offset
+    shape_obj = None
+    if len(verts):
+        shape_mesh = bpy.data.meshes.new(base + " limit")
+        shape_mesh.from_pydata((verts * scale).tolist(), [], faces)
+        shape_obj = _object(base + " limit", shape_mesh, coll)
+        shape_obj.location = offset
+        shape_obj.display_type = "WIRE"
+        shape_obj.hide_render = True
+    return cloud_obj, shape_obj

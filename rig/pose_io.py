@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pose-bone rotations in every rotation mode, read and written in bulk with foreach_get/set."""
+
+import numpy as np
+
+from ..limits.constants import EULER_ORDERS
+from ..limits.quaternion import (
+    axis_angle_from_quaternion,
+    euler_compatible,
+    euler_from_quaternion,
+    quaternion_from_axis_angle,
+    quaternion_from_euler,
+    quaternion_toward,
+)
+
+#: ``PoseBone.rotation_mode`` as foreach_get reports it.
+MODE_QUATERNION = 0
+MODE_AXIS_ANGLE = -1
+EULER_CODES = {order: i + 1 for i, order in enumerate(EULER_ORDERS)}
+
+
+def mode_code(mode):
+    """Integer code of a rotation mode name (``'QUATERNION'``, ``'XYZ'``..., ``'AXIS_ANGLE'``)."""
+    if mode == "QUATERNION":
+        return MODE_QUATERNION
+    if mode == "AXIS_ANGLE":
+        return MODE_AXIS_ANGLE
+    return EULER_CODES[mode]
+
+
+class PoseArrays:
+    """A snapshot of every pose bone's rotation channels of one armature object."""
+
+    def __init__(self, pose_bones):
+        n = len(pose_bones)
+        self.pose_bones = pose_bones
+        self.modes = np.zeros(n, dtype=np.int32)
+        self.quaternion = np.zeros((n, 4), dtype=np.float32)
+        self.euler = np.zeros((n, 3), dtype=np.float32)
+        self.axis_angle = np.zeros((n, 4), dtype=np.float32)
+        pose_bones.foreach_get("rotation_mode", self.modes)
+        self.read(set(np.unique(self.modes).tolist()))
+
+    def read(self, codes):
+        """Read only the channels used by the rotation modes in ``codes``."""
+        if MODE_QUATERNION in codes:
+            self.pose_bones.foreach_get("rotation_quaternion", self.quaternion.ravel())
+        if MODE_AXIS_ANGLE in codes:
+            self.pose_bones.foreach_get("rotation_axis_angle", self.axis_angle.ravel())
+        if any(c > 0 for c in codes):
+            self.pose_bones.foreach_get("rotation_euler", self.euler.ravel())
+
+    def local_quaternions(self, rows):
+        """Local rotations of bones ``rows`` as quaternions ``(len(rows), 4)``, whatever their mode."""
+        rows = np.asarray(rows, dtype=np.intp)
+        modes = self.modes[rows]
+        out = np.empty((len(rows), 4))
+        sel = modes == MODE_QUATERNION
+        out[sel] = self.quaternion[rows[sel]]
+        sel = modes == MODE_AXIS_ANGLE
+        if sel.any():
+            out[sel] = quaternion_from_axis_angle(self.axis_angle[rows[sel]])
+        for order, code in EULER_CODES.items():
+            sel = modes == code
+            if sel.any():
+                out[sel] = quaternion_from_euler(self.euler[rows[sel]], order)
+        return out
+
+    def set_local_quaternions(self, rows, q):
+        """Store rotations ``q (len(rows), 4)`` into each bone's own channel; returns the set of
+        channel names changed (pass it to :meth:`write`). Euler values stay continuous with the
+        current ones; quaternions keep their current sign."""
+        rows = np.asarray(rows, dtype=np.intp)
+        modes = self.modes[rows]
+        changed = set()
+        sel = modes == MODE_QUATERNION
+        if sel.any():
+            r = rows[sel]
+            self.quaternion[r] = quaternion_toward(q[sel], self.quaternion[r].astype(float))
+            changed.add("rotation_quaternion")
+        sel = modes == MODE_AXIS_ANGLE
+        if sel.any():
+            self.axis_angle[rows[sel]] = axis_angle_from_quaternion(q[sel])
+            changed.add("rotation_axis_angle")
+        for order, code in EULER_CODES.items():
+            sel = modes == code
+            if sel.any():
+                r = rows[sel]
+                new = euler_from_quaternion(q[sel], order)
+                self.euler[r] = euler_compatible(new, self.euler[r].astype(float), order)
+                changed.add("rotation_euler")
+        return changed
+
+    def write(self, channels):
+        """Write the named channels back to Blender (foreach_set)."""
+        arrays = {"rotation_quaternion": self.quaternion, "rotation_euler": self.euler, "rotation_axis_angle": self.axis_angle}
+        for name in channels:
+            self.pose_bones.foreach_set(name, arrays[name].ravel())
+
+
+def local_quaternion(pose_bone):
+    """One pose bone's local rotation as a numpy quaternion (slow path, for UI)."""
+    return np.array(pose_bone.matrix_basis.to_quaternion(), dtype=float)

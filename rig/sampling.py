@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Actions -> per-bone rotation clouds stored on the pose bones."""
+
+import contextlib
+
+import numpy as np
+
+from ..limits.quaternion import quaternion_unroll
+from .actions import action_frames, assign_action, keyed_rotations
+from .evaluate import evaluated_local_transforms
+from .storage import write_cloud
+
+
+@contextlib.contextmanager
+def temporarily_assigned(obj, action):
+    """Assign ``action`` to ``obj`` for the block, then restore the previous action and slot."""
+    anim = obj.animation_data or obj.animation_data_create()
+    old_action = anim.action
+    old_slot = getattr(anim, "action_slot", None)
+    try:
+        if action is not old_action:
+            assign_action(obj, action)
+        yield
+    finally:
+        if anim.action is not old_action:
+            anim.action = old_action
+            if old_slot is not None and hasattr(anim, "action_slot"):
+                try:
+                    anim.action_slot = old_slot
+                except (TypeError, RuntimeError):
+                    pass
+
+
+def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=False, scene=None):
+    """Local rotations per bone from ``actions``: ``{name: (N, 4)}`` plus a list of notes.
+
+    ``evaluated=False`` reads keyframes (fast); ``True`` evaluates every frame with constraints
+    and IK. Bones without keys in an action contribute nothing from it; rows with NaN are dropped
+    and counted in the notes. Raises ``ValueError`` when nothing at all could be sampled.
+    """
+    if not actions:
+        raise ValueError(f"{obj.name} has no action to sample; assign one or pick actions")
+    chunks = {name: [] for name in bone_names}
+    notes = []
+    for action in actions:
+        frames = action_frames(action, start, end)
+        if evaluated:
+            with temporarily_assigned(obj, action):
+                index = [obj.pose.bones.find(n) for n in bone_names]
+                _, rot, _ = evaluated_local_transforms(obj, scene, frames)
+                q = rot[:, index]
+                keyed = np.ones(len(bone_names), dtype=bool)
+        else:
+            q, keyed = keyed_rotations(obj, action, bone_names, frames)
+        if not keyed.any():
+            notes.append(f"action {action.name!r} has no rotation keys for these bones")
+        for b, name in enumerate(bone_names):
+            if not keyed[b]:
+                continue
+            rows = q[:, b]
+            good = np.all(np.isfinite(rows), axis=-1) & (np.linalg.norm(rows, axis=-1) > 1e-6)
+            if not good.all():
+                notes.append(f"{name}: dropped {int((~good).sum())} NaN or zero rotations in {action.name!r}")
+            if good.any():
+                chunks[name].append(quaternion_unroll(rows[good]))
+    clouds = {name: np.concatenate(parts) for name, parts in chunks.items() if parts}
+    if not clouds:
+        raise ValueError("nothing to sample: " + ("; ".join(notes) or "no keyed rotations in the frame range"))
+    return clouds, notes
+
+
+def store_clouds(obj, clouds, append=False, densify_angle=0.0):
+    """Write clouds onto the pose bones; returns ``{name: sample count}``."""
+    counts = {}
+    for name, q in clouds.items():
+        if densify_angle > 0:
+            from ..limits.cloud import densify_slerp
+
+            q = densify_slerp(q, densify_angle)
+        counts[name] = write_cloud(obj.pose.bones[name], q, append=append)
+    return counts

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Rotation clouds and fitted limits stored on pose bones, so they are saved in the .blend.
+
+A cloud is the bone's sampled *local* rotations ``(N, 4)``, kept as base64 float32 text in
+``joint_limit.cloud_data``; a fitted limit is JSON (:mod:`..limits.serialize`) in
+``joint_limit.limit_data``. Both are validated when read: corrupt text gives ``ValueError``.
+"""
+
+import base64
+import binascii
+
+import numpy as np
+
+from ..limits.joint import JointLimit
+from ..limits.serialize import limit_from_json, limit_to_json
+
+CLOUD_PREFIX = "q4f32:"
+
+
+def cloud_to_text(q):
+    q = np.ascontiguousarray(np.asarray(q, dtype="<f4").reshape(-1, 4))
+    return CLOUD_PREFIX + base64.b64encode(q.tobytes()).decode("ascii")
+
+
+def cloud_from_text(text):
+    """Decode a stored cloud; an empty string is an empty ``(0, 4)`` cloud."""
+    if not text:
+        return np.zeros((0, 4))
+    if not text.startswith(CLOUD_PREFIX):
+        raise ValueError("stored rotation cloud is not in Joint Limits format")
+    try:
+        raw = base64.b64decode(text[len(CLOUD_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("stored rotation cloud is corrupt (bad base64)") from None
+    if len(raw) % 16:
+        raise ValueError(f"stored rotation cloud is corrupt ({len(raw)} bytes is not a whole number of quaternions)")
+    q = np.frombuffer(raw, dtype="<f4").reshape(-1, 4).astype(float)
+    if not np.all(np.isfinite(q)):
+        raise ValueError("stored rotation cloud contains NaN")
+    return q
+
+
+def read_cloud(pose_bone):
+    return cloud_from_text(pose_bone.joint_limit.cloud_data)
+
+
+def write_cloud(pose_bone, q, append=False):
+    """Store ``q (N, 4)`` (or append it to what is stored); returns the new sample count."""
+    q = np.asarray(q, dtype=float).reshape(-1, 4)
+    if append:
+        q = np.concatenate((read_cloud(pose_bone), q))
+    settings = pose_bone.joint_limit
+    settings.cloud_data = cloud_to_text(q)
+    settings.cloud_count = len(q)
+    return len(q)
+
+
+def read_limit(pose_bone):
+    """The bone's fitted :class:`JointLimit` with its softening settings, or ``None``."""
+    settings = pose_bone.joint_limit
+    if not settings.limit_data:
+        return None
+    limit = limit_from_json(settings.limit_data)
+    if settings.use_softening:
+        limit.soft_radius = np.asarray(settings.soft_radius, dtype=float)
+        limit.soft_falloff = np.asarray(settings.soft_falloff, dtype=float)
+    else:
+        limit.soft_radius = np.asarray(0.0)
+    return limit
+
+
+def write_limit(pose_bone, limit):
+    if limit is None:
+        pose_bone.joint_limit.limit_data = ""
+        return
+    if not isinstance(limit, JointLimit):
+        raise TypeError(f"expected a JointLimit, got {type(limit).__name__}")
+    pose_bone.joint_limit.limit_data = limit_to_json(limit)

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Small rigs and motions for the Blender tests, generated here (no outside files)."""
+
+import bpy
+import numpy as np
+
+
+def chain_rig(names=("root", "upper", "lower"), name="Rig", roll_deg=0.0):
+    """An armature with a chain of 1 m bones along +Z (the first one the root); Pose Mode, all selected."""
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    prev = None
+    for i, bone_name in enumerate(names):
+        eb = data.edit_bones.new(bone_name)
+        eb.head = (0.0, 0.0, float(i))
+        eb.tail = (0.0, 0.0, float(i + 1))
+        eb.roll = np.radians(roll_deg)
+        eb.parent = prev
+        prev = eb
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.ops.pose.select_all(action="SELECT")
+    data.bones.active = data.bones[names[-1]]
+    return obj
+
+
+def select_only(obj, names):
+    bpy.ops.pose.select_all(action="DESELECT")
+    for pb in obj.pose.bones:
+        if pb.name in names:
+            if hasattr(pb, "select"):
+                pb.select = True
+            else:
+                pb.bone.select = True
+    obj.data.bones.active = obj.data.bones[names[0]]
+
+
+def cone_motion(q_lib, frames=240, half_angle=0.6, twist=0.3, seed=0):
+    """Smooth local rotations ``(frames, 4)`` sweeping a swing cone about the bone's +Y axis with a
+    twist range; uses the add-on's own quaternion helpers ``q_lib`` (``addon.limits.quaternion``)."""
+    t = np.linspace(0.0, 1.0, frames)
+    rng = np.random.default_rng(seed)
+    phase = rng.uniform(0, 2 * np.pi)
+    radius = half_angle * (0.5 + 0.5 * np.abs(np.sin(7 * np.pi * t)))
+    azimuth = 6 * np.pi * t + phase
+    swing_axis = np.stack((np.cos(azimuth), np.zeros_like(t), np.sin(azimuth)), -1)
+    swing = q_lib.quaternion_from_exp_map(swing_axis * radius[:, None])
+    tw = q_lib.quaternion_from_exp_map(np.outer(twist * np.sin(11 * np.pi * t), [0.0, 1.0, 0.0]))
+    return q_lib.quaternion_multiply(swing, tw)
+
+
+def evaluated_local_rotation(obj, name):
+    """The bone's evaluated local rotation (constraints included), from ``pose_bone.matrix``."""
+    pb = obj.pose.bones[name]
+    bpy.context.view_layer.update()
+    m = obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE", to_space="LOCAL")
+    return np.array(m.to_quaternion(), dtype=float)
+
+
+def set_local_rotation(pb, q, q_lib):
+    """Set a pose bone's rotation from a quaternion, in whatever rotation mode it has."""
+    mode = pb.rotation_mode
+    if mode == "QUATERNION":
+        pb.rotation_quaternion = q
+    elif mode == "AXIS_ANGLE":
+        pb.rotation_axis_angle = q_lib.axis_angle_from_quaternion(np.asarray(q)).tolist()
+    else:
+        pb.rotation_euler = q_lib.euler_from_quaternion(np.asarray(q), mode).tolist()
+
+
+def expect_error(operator, match, **kwargs):
+    """Run ``operator``; it must cancel with an error report matching ``match`` (bpy raises it)."""
+    import pytest
+
+    with pytest.raises(RuntimeError, match=match):
+        operator(**kwargs)

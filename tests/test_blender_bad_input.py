@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bad input gives a clear error, loses nothing, and never breaks the rest of the rig."""
+
+import math
+
+import bpy
+import numpy as np
+from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, select_only
+
+OUTSIDE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
+
+
+def _two_limited_bones(addon):
+    q = addon.limits.quaternion
+    obj = chain_rig(("root", "a", "b"))
+    frames = 120
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 1] = cone_motion(q, frames, seed=1)
+    motion[:, 2] = cone_motion(q, frames, seed=2)
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["a", "b"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    obj.animation_data.action = None
+    return obj
+
+
+def test_nan_rotation_is_reported_once_and_other_bones_stay_limited(clean_file, addon):
+    obj = _two_limited_bones(addon)
+    limit_b = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    obj.pose.bones["a"].rotation_quaternion = (float("nan"), 0.0, 0.0, 0.0)
+    obj.pose.bones["b"].rotation_quaternion = OUTSIDE
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    bpy.context.scene.frame_set(2)
+    assert limit_b.violation(evaluated_local_rotation(obj, "b")) < 1e-3
+    msgs = [m for m in addon.enforcement.messages() if "'a'" in m]
+    assert len(msgs) == 1 and "NaN" in msgs[0]
+    assert math.isnan(obj.pose.bones["a"].rotation_quaternion[0]), "the bad value is left for the user to see"
+
+
+def test_corrupt_stored_limit_skips_only_that_bone(clean_file, addon):
+    obj = _two_limited_bones(addon)
+    limit_b = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    obj.pose.bones["a"].joint_limit.limit_data = '{"format": "joint_limits", "version": 1, "model": {"kind": "box"}}'
+    obj.pose.bones["b"].rotation_quaternion = OUTSIDE
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    assert limit_b.violation(evaluated_local_rotation(obj, "b")) < 1e-3
+    assert any("'a'" in m and "unreadable" in m for m in addon.enforcement.messages())
+
+
+def test_sampling_a_bone_without_animation_and_an_empty_action_fails_clearly(clean_file, addon):
+    obj = chain_rig(("root", "a"))
+    select_only(obj, ["a"])
+    expect_error(bpy.ops.pose.joint_limits_sample, "has no action")
+    empty = bpy.data.actions.new("Empty")
+    addon.rig.actions.assign_action(obj, empty)
+    expect_error(bpy.ops.pose.joint_limits_sample, "no rotation keys")
+    assert obj.pose.bones["a"].joint_limit.cloud_count == 0
+    expect_error(bpy.ops.pose.joint_limits_fit, "No selected bone has samples")
+
+
+def test_corrupt_or_foreign_limit_files_are_refused_and_keep_the_old_limit(clean_file, addon, tmp_path):
+    obj = _two_limited_bones(addon)
+    obj.data.bones.active = obj.data.bones["b"]
+    pb = obj.pose.bones["b"]
+    before = pb.joint_limit.limit_data
+    bad_files = {
+        "garbage.json": b"{not json",
+        "foreign.json": b'{"kind": "box", "params": {}}',
+        "binary.json": bytes(range(256)),
+        "garbage.npz": b"PK\x03\x04 this is not a zip",
+    }
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, header=np.array([{"evil": 1}], dtype=object))
+    paths = [pickled]
+    for name, data in bad_files.items():
+        (tmp_path / name).write_bytes(data)
+        paths.append(tmp_path / name)
+    for path in paths:
+        expect_error(bpy.ops.pose.joint_limits_load_file, "Could not load", filepath=str(path))
+        assert pb.joint_limit.limit_data == before
+
+
+def test_limit_file_round_trip_through_operators(clean_file, addon, tmp_path):
+    obj = _two_limited_bones(addon)
+    obj.data.bones.active = obj.data.bones["b"]
+    pb = obj.pose.bones["b"]
+    limit = addon.rig.storage.read_limit(pb)
+    for ext in ("json", "npz"):
+        path = tmp_path / f"limit.{ext}"
+        assert bpy.ops.pose.joint_limits_save_file(filepath=str(path)) == {"FINISHED"}
+        pb.joint_limit.limit_data = ""
+        assert bpy.ops.pose.joint_limits_load_file(filepath=str(path)) == {"FINISHED"}
+        probe = addon.limits.quaternion.quaternion_random(200, 1)
+        np.testing.assert_allclose(addon.rig.storage.read_limit(pb).project(probe), limit.project(probe), atol=1e-12)
+
+
+def test_polls_explain_why(clean_file, addon):
+    assert not bpy.ops.pose.joint_limits_fit.poll()
+    chain_rig(("root", "a"))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert not bpy.ops.pose.joint_limits_fit.poll()
+    bpy.ops.object.mode_set(mode="POSE")
+    assert bpy.ops.pose.joint_limits_fit.poll()
+    assert not bpy.ops.pose.joint_limits_bake.poll(), "no action: bake cannot run"

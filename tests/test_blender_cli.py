@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The ``joint_limits`` CLI command's callback, called directly (the PyPI module cannot dispatch -c)."""
+
+import bpy
+import numpy as np
+from rigs import chain_rig, cone_motion
+
+
+def _rig_file(addon, tmp_path):
+    q = addon.limits.quaternion
+    obj = chain_rig(("root", "a", "b"))
+    frames = 90
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 1] = cone_motion(q, frames, seed=3)
+    motion[:, 2] = cone_motion(q, frames, seed=4)
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    bad = motion.copy()
+    bad[:, 2] = q.quaternion_from_exp_map(np.outer(np.linspace(0, 1.8, frames), [1.0, 0, 0]))
+    addon.rig.humanoid.key_rotations(obj, bad, "Bad", assign=False)
+    path = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def test_fit_bake_report_headless(clean_file, addon, tmp_path, capsys):
+    path = _rig_file(addon, tmp_path)
+    main = addon.cli.main
+    assert main(["fit", "--object", "Rig", "--bones", "a", "b", "--model", "ellipsoid"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    pb = bpy.data.objects["Rig"].pose.bones["b"]
+    assert pb.joint_limit.model == "ellipsoid" and pb.joint_limit.limit_data, "fit saved into the .blend"
+    report_file = tmp_path / "report.txt"
+    assert main(["report", "--object", "Rig", "--action", "Bad", "--output", str(report_file)]) == 0
+    assert "leave their limits" in report_file.read_text()
+    assert main(["bake", "--action", "Bad", "--save", str(tmp_path / "baked.blend")]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "baked.blend"))
+    obj = bpy.data.objects["Rig"]
+    limit = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    keyed, ok = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["Bad_limited"], ["b"], np.arange(1, 91))
+    assert ok.all() and limit.violation(keyed[:, 0]).max() < 1e-4
+    out = capsys.readouterr().out
+    assert "fitted 2 bones" in out and "baked 90 frames" in out
+
+
+def test_bad_cli_input_exits_non_zero_with_a_message(clean_file, addon, tmp_path, capsys):
+    _rig_file(addon, tmp_path)
+    main = addon.cli.main
+    assert main(["frobnicate"]) != 0
+    assert main(["fit", "--object", "NoSuchRig"]) != 0
+    assert main(["fit", "--bones", "nope"]) != 0
+    assert main(["bake", "--action", "Missing"]) != 0
+    assert main(["report", "--action", "Bad"]) != 0, "no limits fitted yet"
+    err = capsys.readouterr().err
+    assert "NoSuchRig" in err and "nope" in err and "Missing" in err and "no fitted" in err

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Sample -> fit -> enforce / bake / report on real Blender (bpy from PyPI), add-on loaded as an
+extension from the checkout."""
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, select_only, set_local_rotation
+
+MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
+#: A swing of ~100 degrees: far outside the ~34 degree cone the rig is trained on.
+IMPOSSIBLE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
+
+
+def _rig_with_limit(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", frames=240):
+    q_lib = addon.limits.quaternion
+    obj = chain_rig()
+    obj.pose.bones["lower"].rotation_mode = mode
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 2] = cone_motion(q_lib, frames)
+    action = addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["lower"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    pb = obj.pose.bones["lower"]
+    pb.joint_limit.model = model
+    pb.joint_limit.mode = fit_mode
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    return obj, pb, action
+
+
+def _limit(addon, pb):
+    return addon.rig.storage.read_limit(pb)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_enforce_moves_impossible_pose_inside_in_every_rotation_mode(clean_file, addon, mode):
+    obj, pb, _ = _rig_with_limit(addon, mode)
+    assert pb.joint_limit.cloud_count == 240
+    limit = _limit(addon, pb)
+    obj.animation_data.action = None
+    set_local_rotation(pb, IMPOSSIBLE, addon.limits.quaternion)
+    bpy.context.scene.frame_set(1)
+    before = evaluated_local_rotation(obj, "lower")
+    assert not limit.contains(before), "the test pose must start outside"
+    assert limit.violation(before) > 0.5
+
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    after = evaluated_local_rotation(obj, "lower")
+    assert limit.violation(after) < 1e-3
+    # the correction is the nearest allowed rotation, not just anything inside
+    assert addon.limits.quaternion.quaternion_angle(after, limit.project(before)) < 1e-3
+    # the channel of the bone's own mode holds the result (no silent mode change)
+    assert pb.rotation_mode == mode
+
+
+def test_influence_blends_the_correction(clean_file, addon):
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    obj.animation_data.action = None
+    pb.joint_limit.influence = 0.5
+    pb.rotation_quaternion = IMPOSSIBLE
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    after = evaluated_local_rotation(obj, "lower")
+    full = limit.project(IMPOSSIBLE)
+    half = q.slerp(IMPOSSIBLE, full, 0.5)
+    assert q.quaternion_angle(after, half) < 1e-3
+
+
+def test_interactive_posing_is_limited_by_depsgraph_handler(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    obj.animation_data.action = None
+    bpy.context.scene.joint_limits.enforce_live = True
+    pb.rotation_quaternion = IMPOSSIBLE
+    bpy.context.view_layer.update()  # fires depsgraph_update_post, as posing in the viewport does
+    assert limit.violation(np.array(pb.rotation_quaternion)) < 1e-4
+
+
+def test_limits_and_clouds_survive_save_and_reload(clean_file, addon, tmp_path):
+    obj, pb, _ = _rig_with_limit(addon, "YZX", model="ellipsoid", fit_mode="SWING_TWIST")
+    pb.joint_limit.influence = 0.75
+    bpy.context.scene.joint_limits.enforce_live = True
+    limit = _limit(addon, pb)
+    cloud = addon.rig.storage.read_cloud(pb)
+    path = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert "Rig" not in bpy.data.objects
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    pb2 = bpy.data.objects["Rig"].pose.bones["lower"]
+    assert pb2.joint_limit.model == "ellipsoid"
+    assert pb2.joint_limit.mode == "SWING_TWIST"
+    assert pb2.joint_limit.influence == pytest.approx(0.75)
+    assert bpy.context.scene.joint_limits.enforce_live
+    np.testing.assert_allclose(addon.rig.storage.read_cloud(pb2), cloud)
+    reloaded = _limit(addon, pb2)
+    probe = addon.limits.quaternion.quaternion_random(500, 3)
+    np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
+    np.testing.assert_allclose(reloaded.project(probe), limit.project(probe), atol=1e-12)
+
+
+def test_bake_writes_keys_inside_including_constraint_effects(clean_file, addon):
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    # an impossible action: the bone swings to 100 degrees and back
+    frames = 40
+    t = np.linspace(0, 1, frames)
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 2] = q.quaternion_from_exp_map(np.outer(1.75 * np.sin(np.pi * t), [1.0, 0, 0]))
+    bad = addon.rig.humanoid.key_rotations(obj, motion, "Impossible")
+    # a constraint that adds a further twist: bake must see the evaluated pose
+    con = obj.pose.bones["upper"].constraints.new("LIMIT_ROTATION")
+    con.owner_space = "LOCAL"
+    con.use_limit_x = True
+    con.min_x = con.max_x = 0.3
+    assert bpy.ops.pose.joint_limits_bake() == {"FINISHED"}
+    baked = bpy.data.actions["Impossible_limited"]
+    assert obj.animation_data.action == bad, "bake leaves the source action assigned"
+    keyed, ok = addon.rig.actions.keyed_rotations(obj, baked, ["upper", "lower"], np.arange(1, frames + 1))
+    assert ok.all()
+    assert limit.violation(keyed[:, 1]).max() < 1e-4
+    assert limit.violation(motion[:, 2]).max() > 0.5
+    # the constraint's effect is baked into the parent's keys
+    np.testing.assert_allclose(q.euler_from_quaternion(keyed[:, 0], "XYZ")[:, 0], 0.3, atol=1e-4)
+    # inside frames are unchanged
+    inside = limit.contains(motion[:, 2])
+    assert inside.any()
+    assert q.quaternion_angle(keyed[inside, 1], motion[inside, 2]).max() < 1e-4
+
+
+def test_report_counts_frames_out_of_limit(clean_file, addon):
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    frames = 30
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 2] = q.quaternion_from_exp_map(np.outer(np.linspace(0, 1.6, frames), [0, 0, 1.0]))
+    addon.rig.humanoid.key_rotations(obj, motion, "Sweep")
+    expected = limit.violation(motion[:, 2])
+    assert bpy.ops.pose.joint_limits_report() == {"FINISHED"}
+    text = bpy.data.texts["Joint Limits Report"].as_string()
+    rows = addon.rig.report.violation_report(obj, bpy.context.scene, obj.animation_data.action, np.arange(1, frames + 1))
+    row = next(r for r in rows if r["bone"] == "lower")
+    assert row["frames_out"] == int(np.sum(expected > 1e-4))
+    assert 0 < row["frames_out"] < frames
+    assert row["worst_deg"] == pytest.approx(math.degrees(expected.max()), abs=0.05)
+    assert row["worst_frame"] == frames
+    assert "lower" in text
+
+
+def test_export_native_matches_blender_limit_rotation(clean_file, addon):
+    """The Euler box exported as Blender's own constraint limits exactly as our euler_box does."""
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon, "XYZ")
+    assert bpy.ops.pose.joint_limits_export_native() == {"FINISHED"}
+    con = pb.constraints["Joint Limit (native)"]
+    cloud = addon.rig.storage.read_cloud(pb)
+    box = addon.limits.joint.JointLimit.fit(cloud, kind="euler_box", reference="REST", order="XYZ", padding=pb.joint_limit.padding)
+    assert con.min_x == pytest.approx(box.model.params["mins"][0], abs=1e-6)
+    obj.animation_data.action = None
+    pb.joint_limit.enabled = False
+    rng = np.random.default_rng(5)
+    probes = q.quaternion_from_exp_map(rng.normal(scale=0.8, size=(25, 3)))
+    for probe in probes:
+        pb.rotation_euler = q.euler_from_quaternion(probe, "XYZ").tolist()
+        native = evaluated_local_rotation(obj, "lower")
+        ours = box.project(np.array(q.quaternion_from_euler(np.array(pb.rotation_euler), "XYZ")))
+        assert q.quaternion_angle(native, ours) < 1e-3
+
+
+def test_mirror_copies_mirrored_samples_and_settings(clean_file, addon):
+    q = addon.limits.quaternion
+    obj = chain_rig(("root", "arm.L", "arm.R"))
+    frames = 120
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 1] = cone_motion(q, frames, seed=2)
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["arm.L"])
+    bpy.ops.pose.joint_limits_sample()
+    obj.pose.bones["arm.L"].joint_limit.model = "ellipsoid"
+    bpy.ops.pose.joint_limits_fit()
+    assert bpy.ops.pose.joint_limits_mirror() == {"FINISHED"}
+    right = obj.pose.bones["arm.R"]
+    assert right.joint_limit.model == "ellipsoid"
+    mirrored = addon.rig.storage.read_cloud(right)
+    np.testing.assert_allclose(mirrored, motion[:, 1] * [1, 1, -1, -1], atol=1e-6)
+    assert _limit(addon, right).contains(mirrored).all()
+
+
+def test_show_cloud_creates_point_object_beside_the_rig(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon)
+    assert bpy.ops.pose.joint_limits_show_cloud() == {"FINISHED"}
+    cloud = bpy.data.objects["JL Rig lower cloud"]
+    shape = bpy.data.objects["JL Rig lower limit"]
+    assert len(cloud.data.vertices) == 240
+    assert len(shape.data.polygons) > 100
+    assert cloud.location.x > 0.5
+    # every sample lies inside (or on) the drawn boundary's extent
+    pts = np.array([v.co for v in cloud.data.vertices])
+    verts = np.array([v.co for v in shape.data.vertices])
+    assert np.abs(pts).max() <= np.abs(verts).max() + 1e-6
+
+
+def test_clear_removes_limit_and_samples(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon)
+    assert bpy.ops.pose.joint_limits_clear(what="BOTH") == {"FINISHED"}
+    assert pb.joint_limit.limit_data == "" and pb.joint_limit.cloud_count == 0
+    bpy.ops.ed.undo_push(message="cleared")
+    expect_error(bpy.ops.pose.joint_limits_fit, "No selected bone has samples")
+
+
+def test_changing_the_model_refits_from_stored_samples(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon, model="box")
+    assert _limit(addon, pb).model.kind == "box"
+    pb.joint_limit.model = "ellipsoid"
+    assert _limit(addon, pb).model.kind == "ellipsoid"
+    pb.joint_limit.mode = "SWING_TWIST"
+    assert _limit(addon, pb).model.config["mode"] == "SWING_TWIST"

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Start Blender-as-a-module with the checkout loaded the way Blender loads an extension.
+
+Used by the tests, the benchmarks and ``./dev demo``. Blender's user folders go to a temporary
+directory (set before ``import bpy``) so nothing is written to the home directory.
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTENSION_ID = "joint_limits"
+REPO_MODULE = "dev"
+MODULE = f"bl_ext.{REPO_MODULE}.{EXTENSION_ID}"
+
+
+def isolate_user_folders():
+    """Point Blender's user resources at a fresh temporary folder (before ``import bpy``)."""
+    if "bpy" not in sys.modules and "BLENDER_USER_RESOURCES" not in os.environ:
+        os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="joint_limits_user_")
+    return os.environ.get("BLENDER_USER_RESOURCES")
+
+
+def load_extension(root=ROOT):
+    """Register a local extension repository whose ``joint_limits`` entry links to ``root``,
+    enable ``bl_ext.dev.joint_limits`` and return the module."""
+    isolate_user_folders()
+    import bpy  # noqa: I001 - bpy first: it puts addon_utils on sys.path
+    import addon_utils
+
+    if MODULE in sys.modules and MODULE in bpy.context.preferences.addons:
+        return sys.modules[MODULE]
+    parent = Path(tempfile.mkdtemp(prefix="joint_limits_repo_"))
+    (parent / EXTENSION_ID).symlink_to(Path(root).resolve(), target_is_directory=True)
+    repos = bpy.context.preferences.extensions.repos
+    repo = repos.get(REPO_MODULE) if hasattr(repos, "get") else None
+    if repo is None:
+        repo = repos.new(name=REPO_MODULE, module=REPO_MODULE, custom_directory=str(parent), source="USER")
+    else:
+        repo.custom_directory = str(parent)
+    addon_utils.enable(MODULE, default_set=True, handle_error=_raise)
+    return sys.modules[MODULE]
+
+
+def _raise(err):
+    raise err
