@@ -17,10 +17,11 @@ def fibonacci_directions(n):
     return np.stack((r * np.cos(phi), r * np.sin(phi), z), axis=-1)
 
 
-def boundary_exp_map(contains, centre, directions, max_radius=2 * np.pi, iterations=30):
+def boundary_exp_map(contains, centre, directions, max_radius=np.pi, iterations=30):
     """Boundary points ``(M, 3)`` in exp-map space along ``directions (M, 3)`` from the
     exp-map ``centre (3,)``, given ``contains(q (M, 4)) -> (M,) bool`` on relative rotations.
-    Rays that never leave the region stop at ``max_radius``."""
+    Rays that never leave the region stop at ``max_radius`` (pi: beyond it the exp map wraps
+    back toward the identity)."""
     centre = np.asarray(centre, dtype=float)
     d = np.asarray(directions, dtype=float)
     lo = np.zeros(len(d))

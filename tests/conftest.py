@@ -2,8 +2,6 @@
 """Pytest set-up. Pure-maths tests import ``limits`` directly; Blender tests use the ``addon``
 fixture, which loads the checkout as the extension ``bl_ext.dev.joint_limits`` in ``bpy``."""
 
-import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
@@ -21,12 +19,8 @@ blender_session.isolate_user_folders()
 
 @pytest.fixture(scope="session")
 def addon():
-    """The enabled extension module (``bl_ext.dev.joint_limits``), every submodule imported so
-    tests can reach them as attributes (``addon.rig.actions``)."""
-    module = blender_session.load_extension(ROOT)
-    for info in pkgutil.walk_packages(module.__path__, module.__name__ + "."):
-        importlib.import_module(info.name)
-    return module
+    """The enabled extension module (``bl_ext.dev.joint_limits``), submodules imported."""
+    return blender_session.load_extension(ROOT)
 
 
 @pytest.fixture

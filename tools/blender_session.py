@@ -5,7 +5,9 @@ Used by the tests, the benchmarks and ``./dev demo``. Blender's user folders go 
 directory (set before ``import bpy``) so nothing is written to the home directory.
 """
 
+import importlib
 import os
+import pkgutil
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +27,8 @@ def isolate_user_folders():
 
 def load_extension(root=ROOT):
     """Register a local extension repository whose ``joint_limits`` entry links to ``root``,
-    enable ``bl_ext.dev.joint_limits`` and return the module."""
+    enable ``bl_ext.dev.joint_limits`` and return the module, with every submodule imported so
+    callers can reach them as attributes (``addon.rig.actions``)."""
     isolate_user_folders()
     import bpy  # noqa: I001 - bpy first: it puts addon_utils on sys.path
     import addon_utils
@@ -41,7 +44,10 @@ def load_extension(root=ROOT):
     else:
         repo.custom_directory = str(parent)
     addon_utils.enable(MODULE, default_set=True, handle_error=_raise)
-    return sys.modules[MODULE]
+    module = sys.modules[MODULE]
+    for info in pkgutil.walk_packages(module.__path__, MODULE + "."):
+        importlib.import_module(info.name)
+    return module
 
 
 def _raise(err):

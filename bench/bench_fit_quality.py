@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""(d) Fit quality on real motion capture: fit on some clips, test on others.
+
+For every joint and model, prints the held-out recall (fraction of test-clip rotations the limit
+accepts) and the fraction of uniformly random rotations it accepts (a volume: lower is tighter).
+Clips are imported with Blender's BVH importer; the first training clip's skeleton is the rig and
+every clip is retargeted onto it by bone name.
+
+    ./dev bench bench/bench_fit_quality.py --train A.bvh [B.bvh ...] --test C.bvh [...]
+        [--joints upper_arm.L forearm.L ...] [--models kdop:FULL ellipsoid:SWING_TWIST ...]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import _setup
+import numpy as np
+
+addon = _setup.addon()
+import bpy  # noqa: E402
+
+JointLimit = addon.limits.joint.JointLimit
+DEFAULT_MODELS = [
+    "euler_box:",
+    "box:FULL",
+    "box:SWING_TWIST",
+    "oriented_box:FULL",
+    "oriented_box:SWING_TWIST",
+    "ellipsoid:FULL",
+    "ellipsoid:SWING_TWIST",
+    "kdop:FULL",
+    "kdop:SWING_TWIST",
+]
+CATEGORIES = ("upper_arm", "forearm", "thigh", "shin", "spine", "neck", "head", "hand", "foot")
+
+
+def clouds_from(files, rig):
+    out = {}
+    for path in files:
+        src = addon.rig.bvh.import_bvh_armature(bpy.context, path)
+        try:
+            for name, q in addon.rig.bvh.bvh_rotations(src, rig).items():
+                out.setdefault(name, []).append(q)
+        finally:
+            if src != rig:
+                addon.rig.bvh.remove_armature(src)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def default_joints(rig):
+    skel = addon.rig.skeleton_io.skeleton_from_armature(rig)
+    human = addon.limits.skeleton.humanoid_skeleton()
+    mapping = addon.limits.skeleton.match_bone_names(human.names, skel.names)
+    return [mapping[n] for n in human.names if n in mapping and n.split(".")[0] in CATEGORIES]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--train", nargs="+", required=True)
+    p.add_argument("--test", nargs="+", required=True)
+    p.add_argument("--joints", nargs="*")
+    p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
+    p.add_argument("--random", type=int, default=200_000, help="uniform random rotations for the volume")
+    args = p.parse_args()
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
+    train = clouds_from(args.train, rig)
+    test = clouds_from(args.test, rig)
+    joints = args.joints or default_joints(rig)
+    uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
+    print(f"train: {', '.join(Path(f).name for f in args.train)} | test: {', '.join(Path(f).name for f in args.test)}")
+    print(f"{'joint':<16} {'model':<26} {'train':>6} {'test':>6} {'recall':>7} {'volume':>8} {'fit ms':>7}")
+    summary = {}
+    for joint in joints:
+        if joint not in train or joint not in test:
+            print(f"{joint:<16} (not in both sets)")
+            continue
+        for spec in args.models:
+            kind, _, mode = spec.partition(":")
+            options = {"mode": mode} if mode else {}
+            t0 = time.perf_counter()
+            limit = JointLimit.fit(train[joint], kind=kind, **options)
+            fit_ms = (time.perf_counter() - t0) * 1e3
+            recall = float(limit.contains(test[joint]).mean())
+            volume = float(limit.contains(uniform).mean())
+            summary.setdefault(spec, []).append((recall, volume))
+            label = f"{kind} {mode.lower()}".strip()
+            print(f"{joint:<16} {label:<26} {len(train[joint]):>6} {len(test[joint]):>6} {recall:>7.3f} {volume:>8.4f} {fit_ms:>7.1f}")
+    print("\nmean over joints (recall / volume):")
+    for spec, rows in summary.items():
+        r = np.array(rows)
+        print(f"  {spec:<26} recall {r[:, 0].mean():.3f}   volume {r[:, 1].mean():.4f}")
+
+
+if __name__ == "__main__":
+    main()
