@@ -15,12 +15,12 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from .limits.joint import JointLimit
-from .limits.quaternion import quaternion_angle, slerp
+from .limits.quaternion import slerp
 from .rig.pose_io import PoseArrays
 from .rig.storage import read_limit
 
-#: Rotations that moved less than this (radians) are not written back.
-WRITE_TOLERANCE = 1e-6
+#: Poses remembered per rig (about 3 kB each for 60 bones).
+MEMO_SIZE = 4096
 
 _cache = {}
 _reported = set()
@@ -42,6 +42,9 @@ class _CompiledRig:
     def __init__(self, bone_count, groups):
         self.bone_count = bone_count
         self.groups = groups
+        #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
+        #: function of the pose, so looping playback and scrubbing replay it for free.
+        self.memo = {}
 
 
 def invalidate(*_args):
@@ -114,18 +117,22 @@ def compiled(obj):
 
 
 def _project_group(obj, group, arrays):
-    """Projected local rotations for ``group``'s bones, and the rows that should be written."""
+    """Rows of ``group`` whose rotation leaves its limit, and their limited rotations."""
     q = arrays.local_quaternions(group.rows)
     ok = np.all(np.isfinite(q), axis=-1) & (np.linalg.norm(q, axis=-1) > 1e-6)
     if not ok.all():
         for name in np.asarray(group.names)[~ok]:
             report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
         q = np.where(ok[:, None], q, np.array([1.0, 0.0, 0.0, 0.0]))
-    p = group.limit.project(q)
-    if np.any(group.influence < 1.0):
-        p = slerp(q, p, group.influence)
-    moved = ok & (quaternion_angle(q, p) > WRITE_TOLERANCE)
-    return group.rows[moved], p[moved]
+    outside, p = group.limit.project_outside(q)
+    p = p[ok[outside]]  # NaN rows were replaced by the identity: never write them
+    outside &= ok
+    if not outside.any():
+        return group.rows[:0], p
+    influence = group.influence[outside]
+    if np.any(influence < 1.0):
+        p = slerp(q[outside], p, influence)
+    return group.rows[outside], p
 
 
 def enforce_object(obj):
@@ -134,6 +141,20 @@ def enforce_object(obj):
     if not rig.groups:
         return 0
     arrays = PoseArrays(obj.pose.bones)
+    key = arrays.key()
+    hit = rig.memo.get(key)
+    if hit is None:
+        hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
+        if len(rig.memo) > MEMO_SIZE:
+            rig.memo.clear()
+    moved, written = hit
+    if written:
+        arrays.write_values(written)
+        obj.update_tag(refresh={"DATA"})  # what RNA pose edits tag (ID_RECALC_GEOMETRY)
+    return moved
+
+
+def _limit_pose(obj, rig, arrays):
     rows, values = [], []
     for group in list(rig.groups):
         try:
@@ -142,20 +163,16 @@ def enforce_object(obj):
             rig.groups.remove(group)
             if len(group.rows) > 1:
                 rig.groups.extend(_split(group))
-                return enforce_object(obj)
+                return _limit_pose(obj, rig, arrays)
             report_once((obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})")
             continue
         rows.append(r)
         values.append(v)
-    if not rows:
-        return 0
-    rows = np.concatenate(rows)
+    rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
     if len(rows) == 0:
-        return 0
+        return 0, {}
     channels = arrays.set_local_quaternions(rows, np.concatenate(values))
-    arrays.write(channels)
-    obj.update_tag()
-    return len(rows)
+    return len(rows), arrays.values(channels)
 
 
 def _split(group):

@@ -43,13 +43,14 @@ def build(n_bones, frames, seed=0):
 
 
 def time_frames(scene, frames, repeats=3):
-    best = np.inf
+    """``(first pass, best later pass)`` in ms per frame_set over the whole action."""
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for f in range(1, frames + 1):
             scene.frame_set(f)
-        best = min(best, time.perf_counter() - t0)
-    return best / frames * 1e3
+        times.append((time.perf_counter() - t0) / frames * 1e3)
+    return times[0], min(times[1:])
 
 
 def main():
@@ -57,24 +58,37 @@ def main():
     p.add_argument("--bones", type=int, default=60)
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--model", default="kdop")
+    p.add_argument("--share", type=float, default=0.6, help="fit limits on the motion scaled by this (< 1: the action leaves them)")
     args = p.parse_args()
 
     obj, motion = build(args.bones, args.frames)
     scene = bpy.context.scene
-    bare = time_frames(scene, args.frames)
+    _, bare = time_frames(scene, args.frames)
 
-    # fit limits on a narrower version of the motion so enforcement really projects
+    # fit limits on a scaled version of the motion (share < 1: enforcement really projects)
     bpy.ops.pose.select_all(action="SELECT")
-    clouds = {pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], 0.6) for b, pb in enumerate(obj.pose.bones)}
+    clouds = {pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], args.share) for b, pb in enumerate(obj.pose.bones)}
     addon.rig.sampling.store_clouds(obj, clouds)
     for pb in obj.pose.bones:
         pb.joint_limit.model = args.model
         addon.rig.fitting.fit_pose_bone(obj, pb)
     scene.joint_limits.enforce_live = True
-    scene.frame_set(1)
-    ours = time_frames(scene, args.frames)
+    addon.enforcement.invalidate()
+    first, ours = time_frames(scene, args.frames)
     moved = addon.enforcement.enforce_object(obj)
     scene.joint_limits.enforce_live = False
+
+    # the floor of any Python frame handler that writes the pose: read, write back, re-evaluate
+    buf = np.empty(4 * len(obj.pose.bones), dtype=np.float32)
+
+    def rewrite(scene, depsgraph=None):
+        obj.pose.bones.foreach_get("rotation_quaternion", buf)
+        obj.pose.bones.foreach_set("rotation_quaternion", buf)
+        obj.update_tag(refresh={"DATA"})
+
+    bpy.app.handlers.frame_change_post.append(rewrite)
+    _, floor = time_frames(scene, args.frames)
+    bpy.app.handlers.frame_change_post.remove(rewrite)
 
     for pb in obj.pose.bones:
         con = pb.constraints.new("LIMIT_ROTATION")
@@ -83,13 +97,15 @@ def main():
             setattr(con, f"use_limit_{axis}", True)
             setattr(con, f"min_{axis}", -0.5)
             setattr(con, f"max_{axis}", 0.5)
-    native = time_frames(scene, args.frames)
+    _, native = time_frames(scene, args.frames)
 
-    print(f"{args.bones} bones, {args.frames} frames, model {args.model}; ms per frame_set (best of 3)")
-    print(f"  no limits:                       {bare:7.3f} ms")
-    print(f"  {args.bones} native Limit Rotation:       {native:7.3f} ms")
-    print(f"  Joint Limits live enforcement:   {ours:7.3f} ms   (handler adds {ours - bare:.3f} ms; {moved} bones re-projected on a check frame)")
-    print(f"  ratio ours / native:             {ours / native:7.2f}x   (target <= 1.5x)")
+    print(f"{args.bones} bones, {args.frames} frames, model {args.model}, limits fitted on {args.share:.0%} of the motion; ms per frame_set")
+    print(f"  no limits:                               {bare:7.3f} ms")
+    print(f"  {args.bones} native Limit Rotation:               {native:7.3f} ms")
+    print(f"  floor: handler that only rewrites pose:  {floor:7.3f} ms   ratio to native {floor / native:5.2f}x")
+    print(f"  Joint Limits, first play (computes):     {first:7.3f} ms   ratio to native {first / native:5.2f}x")
+    print(f"  Joint Limits, looping play (remembered): {ours:7.3f} ms   ratio to native {ours / native:5.2f}x   (target <= 1.5x)")
+    print(f"  ({moved} bones re-projected on a check frame after playing: 0 means the result is stable)")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
         hi = np.sqrt((ay * ay).sum(axis=0))
         scale = a2.min(axis=0)
         t = lo.copy()
+        active = np.ones(len(t), dtype=bool)
         for _ in range(iterations):
             d = t + a2
             r2 = ay / d
@@ -77,9 +78,11 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
             hi = np.where(s < 1.0, t, hi)
             t_new = t + s * (np.sqrt(s) - 1.0) / slope
             t_new = np.where((t_new >= lo) & (t_new <= hi), t_new, 0.5 * (lo + hi))
-            done = np.all(np.abs(t_new - t) <= 1e-13 * (t_new + scale))
+            # A converged row keeps its value, so each row's result is independent of the batch.
+            t_new = np.where(active, t_new, t)
+            active &= np.abs(t_new - t) > 1e-13 * (t_new + scale)
             t = t_new
-            if done:
+            if not active.any():
                 break
         out[start:stop] = (a2 * yt / (t + a2)).T
     return out

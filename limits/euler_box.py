@@ -168,7 +168,7 @@ class EulerBoxLimit(LimitModel):
         """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
         q = as_quaternions(q)
         finite = finite_rows(q)
-        q = quaternion_normalize(q)
+        q = quaternion_normalize(np.where(finite[..., None], q, IDENTITY_QUATERNION))
         projected, moved = self._project(q)
         angle = np.where(moved, quaternion_angle(q, projected), 0.0)
         return np.where(finite, angle, np.nan)

@@ -96,6 +96,26 @@ class JointLimit:
             out = soften(rel, out, self.soft_radius, self.soft_falloff)
         return self.from_relative(out)
 
+    def project_outside(self, local, tolerance=1e-5):
+        """For a stacked limit and one rotation per bone ``(B, 4)``: ``(moved (B,) bool,
+        projected (k, 4))`` for the ``k`` rotations that leave their limit by more than
+        ``tolerance`` radians (rotations on the boundary, e.g. float32 round-off of an earlier
+        projection, count as inside). The live handler's fast path: when every rotation is
+        inside, the cost is one ``contains``. When any is outside the whole stack is projected
+        (models may cache per-stack structures, which a subset would invalidate)."""
+        rel = self.to_relative(local)
+        outside = ~self.model.contains(rel)
+        if not outside.any():
+            return outside, rel[:0]
+        hard = self.model.project(rel)
+        moved = outside & (quaternion_angle(rel, hard) > tolerance)
+        out = hard[moved]
+        radius = np.broadcast_to(self.soft_radius, moved.shape)[moved]
+        if np.any(radius > 0):
+            out = soften(rel[moved], out, radius, np.broadcast_to(self.soft_falloff, moved.shape)[moved])
+        reference = self.reference[moved] if self.reference.ndim == 2 else self.reference
+        return moved, quaternion_multiply(reference, out)
+
     def violation(self, local):
         """Radians between ``local`` and the nearest allowed rotation (0 inside)."""
         rel = self.to_relative(local)

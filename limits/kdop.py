@@ -112,6 +112,26 @@ def kdop_offsets(mins, maxs):
     return np.concatenate((maxs, -mins), axis=-1)
 
 
+def _line_segments(offsets):
+    """For k-DOPs ``offsets (P, 26)`` and every plane pair ``(k, l)``: the line's point nearest
+    the origin ``(P, 26, 26, 3)``, the parameter range inside the k-DOP, the planes ending it,
+    and whether the planes parallel to the line let it through."""
+    rhs = np.zeros((len(offsets), _PLANES, _PLANES, 3))
+    rhs[..., 0] = offsets[:, :, None]
+    rhs[..., 1] = offsets[:, None, :]
+    origin = np.einsum("klij,pklj->pkli", _LINE_SOLVE, rhs)
+    slack = offsets[:, None, None, :] - origin @ _NORMALS_T  # (P, 26, 26, 26)
+    up, down = _LINE_ALONG > 1e-12, _LINE_ALONG < -1e-12
+    ratio = slack / np.where(up | down, _LINE_ALONG, 1.0)
+    hi_ratio = np.where(up, ratio, np.inf)
+    lo_ratio = np.where(down, ratio, -np.inf)
+    plane_hi, plane_lo = hi_ratio.argmin(axis=-1), lo_ratio.argmax(axis=-1)
+    t_hi = np.take_along_axis(hi_ratio, plane_hi[..., None], axis=-1)[..., 0]
+    t_lo = np.take_along_axis(lo_ratio, plane_lo[..., None], axis=-1)[..., 0]
+    parallel_ok = np.all(up | down | (slack >= -FEASIBILITY_TOLERANCE), axis=-1)
+    return origin, t_lo, t_hi, plane_lo, plane_hi, parallel_ok
+
+
 def kdop_tables(offsets):
     """The structure of k-DOPs with ``offsets (P, 26)``, for the projection (vectorized over P).
 
@@ -127,8 +147,8 @@ def kdop_tables(offsets):
         Planes ``k`` and ``l`` meet in an edge of positive length (else the other pair entries
         are meaningless but finite).
     ``face_is_facet (P*26,)`` bool, ``face_adjacent (P*26, D)`` int
-        Plane ``k`` bounds a face (it has at least 3 edges); the planes sharing an edge with it,
-        padded with ``k`` itself. ``face_axis``, ``face_sign``, ``face_half``, ``face_gram``
+        Plane ``k`` bounds a face (at least 3 edges, in more than one direction); the planes
+        sharing an edge with it, padded with ``k`` itself. ``face_axis``, ``face_sign``, ``face_half``, ``face_gram``
         ``(P*26, D)``: slab index, side, half-width and ``n_k . n_j`` of those planes.
     ``half (P, 13)``
         Half-widths of the slabs.
@@ -140,19 +160,9 @@ def kdop_tables(offsets):
     """
     offsets = np.asarray(offsets, dtype=float).reshape(-1, _PLANES)
     count = len(offsets)
-    rhs = np.zeros((count, _PLANES, _PLANES, 3))
-    rhs[..., 0] = offsets[:, :, None]
-    rhs[..., 1] = offsets[:, None, :]
-    origin = np.einsum("klij,pklj->pkli", _LINE_SOLVE, rhs)
-    slack = offsets[:, None, None, :] - origin @ _NORMALS_T  # (P, 26, 26, 26)
-    up, down = _LINE_ALONG > 1e-12, _LINE_ALONG < -1e-12
-    ratio = slack / np.where(up | down, _LINE_ALONG, 1.0)
-    hi_ratio = np.where(up, ratio, np.inf)
-    lo_ratio = np.where(down, ratio, -np.inf)
-    plane_hi, plane_lo = hi_ratio.argmin(axis=-1), lo_ratio.argmax(axis=-1)
-    t_hi = np.take_along_axis(hi_ratio, plane_hi[..., None], axis=-1)[..., 0]
-    t_lo = np.take_along_axis(lo_ratio, plane_lo[..., None], axis=-1)[..., 0]
-    parallel_ok = np.all(up | down | (slack >= -FEASIBILITY_TOLERANCE), axis=-1)
+    # (P, 26, 26, 26) temporaries: a few k-DOPs at a time.
+    parts = [_line_segments(offsets[i : i + 16]) for i in range(0, count, 16)]
+    origin, t_lo, t_hi, plane_lo, plane_hi, parallel_ok = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
     finite = np.isfinite(t_lo) & np.isfinite(t_hi)
     t_lo, t_hi = np.where(finite, t_lo, 0.0), np.where(finite, t_hi, 0.0)
     length = t_hi - t_lo
@@ -164,6 +174,11 @@ def kdop_tables(offsets):
     adjacent = np.where(np.arange(width) < degree[..., None], order, np.arange(_PLANES)[None, :, None])
     half = 0.5 * (offsets[:, :_AXES] + offsets[:, _AXES:])
     face_axis = _PLANE_AXIS[adjacent]
+    # A face has edges in two directions at least (a plane touching the k-DOP along one line,
+    # however many planes share that line, is no face).
+    directions = _LINE_DIR[np.arange(_PLANES)[:, None], adjacent] * (np.arange(width) < degree[..., None])[..., None]
+    turns = np.linalg.norm(np.cross(directions[..., :, None, :], directions[..., None, :, :]), axis=-1)
+    is_facet = (degree >= 3) & (turns.max(axis=(-2, -1)) > 1e-6)
 
     upper = (is_edge & np.triu(np.ones((_PLANES, _PLANES), dtype=bool), k=1)).reshape(count, -1)
     edge_count = upper.sum(axis=1)
@@ -185,7 +200,7 @@ def kdop_tables(offsets):
         "pair_plane_lo": plane_lo.reshape(-1),
         "pair_plane_hi": plane_hi.reshape(-1),
         "pair_is_edge": is_edge.reshape(-1),
-        "face_is_facet": (degree >= 3).reshape(-1),
+        "face_is_facet": is_facet.reshape(-1),
         "face_adjacent": adjacent.reshape(-1, width),
         "face_axis": face_axis.reshape(-1, width),
         "face_sign": _PLANE_SIGN[adjacent].reshape(-1, width),
@@ -264,7 +279,7 @@ def _solve_outside(y, c_flat, rows, k, sk, tables, which):
     s_face -= sk[:, None] * take(tables["face_gram"], face_index, axis=0)
     j = s_face.argmax(axis=1)
     face = (s_face[r, j] <= tol) & take(tables["face_is_facet"], face_index)
-    face_points = y - sk[:, None] * NORMALS[k]
+    face_points = y - sk[:, None] * take(NORMALS, k, axis=0)
 
     # 2. Edge of planes k and k2, k2 the neighbour most violated at the face projection.
     k2 = adjacent[r, j]

@@ -92,12 +92,22 @@ def save_limit_npz(path_or_file, limit):
 def load_limit_npz(path_or_file):
     """Read a ``.npz`` written by :func:`save_limit_npz`, without pickle, and validate it."""
     try:
-        with np.load(path_or_file, allow_pickle=False) as archive:
+        archive = np.load(path_or_file, allow_pickle=False)
+    except (OSError, zipfile.BadZipFile, EOFError) as err:
+        raise ValueError(f"not a Joint Limits archive: {err}") from None
+    except ValueError as err:
+        if "pickle" in str(err).lower():
+            raise ValueError("not a Joint Limits archive: not a .npz file (numpy would need pickle to read it)") from None
+        raise ValueError(f"not a Joint Limits archive: {err}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError("not a Joint Limits archive: a single .npy array, not a .npz archive")
+    try:
+        with archive:
             if "header" not in archive.files:
                 raise ValueError("not a Joint Limits archive: no 'header' entry")
             header = json.loads(str(archive["header"]))
             arrays = {name: archive[name] for name in archive.files if name != "header"}
-    except (OSError, zipfile.BadZipFile, EOFError) as err:
+    except (OSError, zipfile.BadZipFile, EOFError, json.JSONDecodeError) as err:
         raise ValueError(f"not a Joint Limits archive: {err}") from None
     except ValueError as err:
         if "pickle" in str(err).lower():

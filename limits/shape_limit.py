@@ -23,6 +23,13 @@ line), so the nearest point of a swing point stays a pure swing and the nearest 
 twist point a pure twist. The projected points are flattened back onto the plane / line to
 remove rounding, which by that symmetry changes nothing else.
 
+Limits of rotation space: a rotation's exp map has norm below 2 pi (the quaternion cover
+keeps rotations up to 360 degrees apart) and a swing's at most pi. A shape grown around data
+near those spheres can reach past them; a nearest point out there would name a rotation whose
+own point lies elsewhere, so it is pulled back along the segment to the shape's point nearest
+the origin, onto the sphere (still in the shape, no longer exactly nearest). This only happens
+for data within the padding of 180 degree swings or 360 degree rotations.
+
 Parameters
 ----------
 Each subclass lists its per-shape parameters in ``SHAPE_PARAMS`` (name -> shape of one shape,
@@ -216,6 +223,33 @@ def twist_frame(axis):
     return np.where(opposite[..., None, None], half_turn, frame)
 
 
+def _keep_in_ball(model, shape, points, radius):
+    """Points of a shape ``(..., 3)`` pulled inside the ball ``|p| < radius`` (minus 1e-6 rad).
+
+    A rotation's shape point always lies in that ball: an exp map has norm below 2 pi (the
+    cover of the quaternion), a swing at most pi. A shape grown around data near that sphere
+    can reach beyond it, and the nearest point of the shape may then lie outside the ball,
+    where it names a rotation whose own point is elsewhere (the far cover, or the antipodal
+    swing with the twist turned by 2 pi). Such points are moved along the segment towards
+    the shape's point nearest the origin (in the shape and, like the data, in the ball) until
+    they reach the sphere: still in the shape, now a faithful rotation, though no longer the
+    exact nearest one. Other points are returned as they are.
+    """
+    limit = radius - 1e-6
+    norm_sq = points[..., 0] ** 2 + points[..., 1] ** 2 + points[..., 2] ** 2
+    outside = norm_sq > limit * limit
+    if not outside.any():
+        return points
+    anchor = np.broadcast_to(model._project_shape(shape, np.zeros(3)), points.shape)
+    d = points - anchor
+    ad = np.sum(anchor * d, axis=-1)
+    dd = np.maximum(np.sum(d * d, axis=-1), EPS)
+    aa = np.sum(anchor * anchor, axis=-1)
+    t = (-ad + np.sqrt(np.maximum(ad * ad - dd * (aa - limit * limit), 0.0))) / dd
+    pulled = anchor + np.clip(t, 0.0, 1.0)[..., None] * d
+    return np.where(outside[..., None], pulled, points)
+
+
 # -- the base class ------------------------------------------------------------------------------
 class ShapeLimit(LimitModel):
     """A limit made of convex shapes in exp-map space (see the module docstring).
@@ -283,7 +317,7 @@ class ShapeLimit(LimitModel):
         """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
         q = as_quaternions(q)
         finite = finite_rows(q)
-        q = quaternion_normalize(q)
+        q = quaternion_normalize(np.where(finite[..., None], q, IDENTITY_QUATERNION))
         projected, moved = self._project(q)
         angle = np.where(moved, quaternion_angle(q, projected), 0.0)
         return np.where(finite, angle, np.nan)
@@ -294,9 +328,14 @@ class ShapeLimit(LimitModel):
         finite = finite_rows(q)
         safe = np.where(finite[..., None], q, IDENTITY_QUATERNION) if not finite.all() else q
         points = self._points(safe)
-        projected = [self._project_shape(shape, p) for shape, p in zip(self._shapes(), points, strict=True)]
+        shapes = self._shapes()
+        projected = [self._project_shape(shape, p) for shape, p in zip(shapes, points, strict=True)]
         if self.config["mode"] == "SWING_TWIST":
             projected = [projected[0] * _SWING_PLANE, projected[1] * _TWIST_LINE]
+            radii = (np.pi, 2.0 * np.pi)
+        else:
+            radii = (2.0 * np.pi,)
+        projected = [_keep_in_ball(self, shape, p, r) for shape, p, r in zip(shapes, projected, radii, strict=True)]
         moved = np.zeros((), dtype=bool)
         for p, p_new in zip(points, projected, strict=True):
             moved = moved | rows_differ(p_new, p)

@@ -13,7 +13,7 @@ def soften(original, projected, radius=0.1, falloff=1.0):
     toward where it came from (never past it), so the limit is met smoothly instead of
     locking, and rotations inside the limit (``d = 0``) are unchanged. Shapes ``(..., 4)``.
     """
-    if radius < 0 or falloff < 0:
+    if np.any(np.asarray(radius) < 0) or np.any(np.asarray(falloff) < 0):
         raise ValueError(f"softening radius and falloff must not be negative, got {radius}, {falloff}")
     d = quaternion_angle(original, projected)
     give = np.minimum(np.tanh(falloff * d) * radius, d)

@@ -91,11 +91,23 @@ class PoseArrays:
                 changed.add("rotation_euler")
         return changed
 
+    def key(self):
+        """Bytes identifying this snapshot (rotation modes and every channel's values)."""
+        return b"".join((self.modes.tobytes(), self.quaternion.tobytes(), self.euler.tobytes(), self.axis_angle.tobytes()))
+
+    def values(self, channels):
+        """Copies of the named channels' arrays ``{channel: array}``."""
+        arrays = {"rotation_quaternion": self.quaternion, "rotation_euler": self.euler, "rotation_axis_angle": self.axis_angle}
+        return {name: arrays[name].copy() for name in channels}
+
     def write(self, channels):
         """Write the named channels back to Blender (foreach_set)."""
-        arrays = {"rotation_quaternion": self.quaternion, "rotation_euler": self.euler, "rotation_axis_angle": self.axis_angle}
-        for name in channels:
-            self.pose_bones.foreach_set(name, arrays[name].ravel())
+        self.write_values(self.values(channels))
+
+    def write_values(self, values):
+        """Write ``{channel: array}`` to Blender (foreach_set)."""
+        for name, array in values.items():
+            self.pose_bones.foreach_set(name, array.ravel())
 
 
 def local_quaternion(pose_bone):

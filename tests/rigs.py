@@ -53,9 +53,9 @@ def cone_motion(q_lib, frames=240, half_angle=0.6, twist=0.3, seed=0):
 
 
 def evaluated_local_rotation(obj, name):
-    """The bone's evaluated local rotation (constraints included), from ``pose_bone.matrix``."""
+    """The bone's evaluated local rotation (constraints included), from ``pose_bone.matrix``,
+    as the last evaluation left it (no extra update: frame changes must leave it right)."""
     pb = obj.pose.bones[name]
-    bpy.context.view_layer.update()
     m = obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE", to_space="LOCAL")
     return np.array(m.to_quaternion(), dtype=float)
 

@@ -169,6 +169,7 @@ def test_export_native_matches_blender_limit_rotation(clean_file, addon):
     probes = q.quaternion_from_exp_map(rng.normal(scale=0.8, size=(25, 3)))
     for probe in probes:
         pb.rotation_euler = q.euler_from_quaternion(probe, "XYZ").tolist()
+        bpy.context.view_layer.update()
         native = evaluated_local_rotation(obj, "lower")
         ours = box.project(np.array(q.quaternion_from_euler(np.array(pb.rotation_euler), "XYZ")))
         assert q.quaternion_angle(native, ours) < 1e-3

@@ -1,0 +1,643 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The limit models (pure numpy, no bpy): fitting, containment, exact projections, batching,
+serialization, validation of corrupt data, the Euler box's wrap-around, and softening."""
+
+import contextlib
+import io
+import itertools
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from limits.constants import EULER_ORDERS
+from limits.ellipsoid import nearest_on_ellipsoid
+from limits.euler_box import circular_ranges, clamp_angle
+from limits.joint import JointLimit
+from limits.kdop import KDOP_AXES, NORMALS, cached_tables, kdop_offsets, nearest_in_kdop
+from limits.model import LimitModel, model_class, model_kinds
+from limits.quaternion import (
+    exp_map_from_quaternion,
+    quaternion_angle,
+    quaternion_from_euler,
+    quaternion_from_exp_map,
+    quaternion_multiply,
+    quaternion_random,
+)
+from limits.serialize import limit_from_json, limit_to_json, load_limit_npz, save_limit_npz
+from limits.shape_limit import from_local, to_local
+from limits.softening import soften
+
+KINDS = ("euler_box", "box", "oriented_box", "ellipsoid", "kdop")
+SHAPES = KINDS[1:]
+CASES = [("euler_box", None)] + [(kind, mode) for kind in SHAPES for mode in ("FULL", "SWING_TWIST")]
+CASE_IDS = [f"{kind}-{mode}" if mode else kind for kind, mode in CASES]
+
+
+def options(mode):
+    return {} if mode is None else {"mode": mode}
+
+
+def random_rotation_matrix(rng):
+    m, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    m = m * np.sign(np.diag(r))
+    return m if np.linalg.det(m) > 0 else -m
+
+
+def cloud(seed, n=400, centre=(0.2, -0.1, 0.3), spread=(0.6, 0.3, 0.12)):
+    """Reference-relative rotations: an anisotropic, turned Gaussian in exp-map space."""
+    rng = np.random.default_rng(seed)
+    v = (rng.normal(size=(n, 3)) * spread) @ random_rotation_matrix(rng).T + centre
+    return quaternion_from_exp_map(v)
+
+
+def queries(seed, n=3000):
+    """Rotations everywhere (both covers) plus some near the data."""
+    rng = np.random.default_rng(seed)
+    near = quaternion_from_exp_map(rng.normal(size=(n // 3, 3)) * 0.5 + (0.2, -0.1, 0.3))
+    return np.concatenate((quaternion_random(n - len(near), rng), near))
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return {case: model_class(case[0]).fit(cloud(1), **options(case[1])) for case in CASES}
+
+
+@contextlib.contextmanager
+def no_warnings():
+    """Turn numpy's RuntimeWarnings (invalid value, division by zero...) into failures."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+# -- registry -------------------------------------------------------------------------------------
+def test_kinds_are_registered_in_ui_order_with_labels():
+    kinds = [kind for kind, _, _ in model_kinds()]
+    assert [kind for kind in kinds if kind in KINDS] == list(KINDS)
+    for kind, label, description in model_kinds():
+        if kind in KINDS:
+            assert label and description and model_class(kind).kind == kind
+
+
+# -- the interface on every model -----------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_training_rotations_are_contained_and_untouched(fitted, case):
+    model, q = fitted[case], cloud(1)
+    assert model.contains(q).all()
+    assert np.array_equal(model.project(q), q)
+    assert np.array_equal(model.violation(q), np.zeros(len(q)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_projection_lands_inside_and_is_idempotent(fitted, case):
+    model, q = fitted[case], queries(2)
+    with no_warnings():
+        p = model.project(q)
+        assert model.contains(p).all()
+        pp = model.project(p)
+    assert quaternion_angle(p, pp).max() <= 1e-6
+    # Stronger than the angle (whose arccos floors near 3e-8): the quaternions agree.
+    assert np.abs(p - pp).max() <= 1e-9
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_points_inside_are_returned_exactly(fitted, case):
+    model, q = fitted[case], queries(3)
+    inside = model.contains(q, tolerance=0.0)
+    assert 0 < inside.sum() < len(q)
+    assert np.array_equal(model.project(q[inside]), q[inside])
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_violation_is_zero_inside_and_the_geodesic_distance_outside(fitted, case):
+    model, q = fitted[case], queries(4)
+    v = model.violation(q)
+    p = model.project(q)
+    inside = model.contains(q, tolerance=0.0)
+    assert np.all(v[inside] == 0.0)
+    assert np.all(v[~inside] > 0.0)
+    np.testing.assert_allclose(v[~inside], quaternion_angle(q[~inside], p[~inside]), atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_non_finite_rows_are_not_contained_and_pass_through(fitted, case):
+    model = fitted[case]
+    q = queries(5, 12)
+    q[3] = np.nan
+    q[7, 2] = np.inf
+    with no_warnings():
+        inside = model.contains(q)
+        p = model.project(q)
+        v = model.violation(q)
+    assert not inside[3] and not inside[7]
+    assert np.isnan(p[3]).all() and np.array_equal(p[7], q[7])
+    good = np.ones(len(q), dtype=bool)
+    good[[3, 7]] = False
+    assert np.array_equal(p[good], model.project(q[good]))
+    assert np.isnan(v[[3, 7]]).all() and np.isfinite(v[good]).all()
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_single_rotation_and_batch_shapes(fitted, case):
+    model = fitted[case]
+    q = queries(6, 24)
+    single = model.project(q[5])
+    assert single.shape == (4,)
+    # Equal up to rounding (BLAS may take another path for one row).
+    np.testing.assert_allclose(single, model.project(q)[5], rtol=0, atol=1e-14)
+    assert np.ndim(model.contains(q[5])) == 0
+    grid = q.reshape(4, 6, 4)
+    np.testing.assert_allclose(model.project(grid).reshape(-1, 4), model.project(q), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_q_and_minus_q_project_to_the_same_rotation_through_joint_limit(case):
+    kind, mode = case
+    rng = np.random.default_rng(7)
+    local = quaternion_multiply(quaternion_from_exp_map([0.3, 0.2, -0.4]), cloud(8))
+    limit = JointLimit.fit(local, kind=kind, **options(mode))
+    q = quaternion_random(500, rng)
+    assert quaternion_angle(limit.project(q), limit.project(-q)).max() <= 1e-9
+    assert np.array_equal(limit.contains(q), limit.contains(-q))
+    np.testing.assert_allclose(limit.violation(q), limit.violation(-q), atol=1e-9)
+    assert limit.contains(local).all()
+    assert limit.violation(local).max() <= 1e-7  # quaternion_angle's arccos floor
+
+
+# -- degenerate data -------------------------------------------------------------------------------
+DEGENERATE = {
+    "one rotation": quaternion_from_exp_map(np.array([[0.1, 0.2, -0.3]])),
+    "identical rotations": np.tile(quaternion_from_exp_map([0.4, 0.0, 0.1]), (20, 1)),
+    "one axis": quaternion_from_exp_map(np.outer(np.linspace(-0.8, 1.1, 50), [0.0, 0.0, 1.0])),
+    "bone twist only": quaternion_from_exp_map(np.outer(np.linspace(-0.5, 0.7, 50), [0.0, 1.0, 0.0])),
+    "a plane": quaternion_from_exp_map(np.c_[np.random.default_rng(9).normal(size=(60, 2)) * 0.4, np.zeros(60)]),
+    "identity": np.array([[1.0, 0.0, 0.0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("data", list(DEGENERATE), ids=list(DEGENERATE))
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_degenerate_clouds_fit_without_nan(case, data):
+    q = DEGENERATE[data]
+    with no_warnings():
+        model = model_class(case[0]).fit(q, **options(case[1]))
+        assert all(np.all(np.isfinite(value)) for value in model.params.values())
+        assert model.contains(q).all()
+        p = model.project(queries(10, 300))
+        assert np.isfinite(p).all() and model.contains(p).all()
+        assert np.abs(model.project(p) - p).max() <= 1e-9
+    LimitModel.from_dict(model.to_dict())  # valid data
+
+
+@pytest.mark.parametrize("kind", SHAPES)
+@pytest.mark.parametrize("axis", [(1.0, 1.0, 0.0), (0.0, -1.0, 0.0), (0.2, 0.3, -0.9)])
+def test_swing_twist_with_other_twist_axes(kind, axis):
+    q = cloud(11)
+    model = model_class(kind).fit(q, mode="SWING_TWIST", twist_axis=axis)
+    assert np.isclose(np.linalg.norm(model.params["axis"]), 1.0)
+    assert model.contains(q).all()
+    p = model.project(queries(12, 1000))
+    assert model.contains(p).all()
+    assert np.abs(model.project(p) - p).max() <= 1e-9
+
+
+@pytest.mark.parametrize("kind", SHAPES)
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_shapes_reaching_past_the_largest_expressible_rotation_stay_consistent(kind, mode):
+    """Data near 180 degree swings (or 360 degree rotations): the shape grows past that sphere,
+    yet projections must stay rotations whose points are in the shape (see ``_keep_in_ball``)."""
+    rng = np.random.default_rng(19)
+    n = 300
+    if mode == "SWING_TWIST":
+        angle = rng.uniform(0.0, 1.2, n)
+        radius = rng.uniform(2.8, 3.1, n)
+        swing = np.c_[radius * np.cos(angle), np.zeros(n), radius * np.sin(angle)]
+        twist = np.c_[np.zeros(n), rng.uniform(-0.5, 0.5, n), np.zeros(n)]
+        data = quaternion_multiply(quaternion_from_exp_map(swing), quaternion_from_exp_map(twist))
+        limit = np.pi
+    else:
+        data = quaternion_from_exp_map(np.outer(rng.uniform(5.6, 6.2, n), [1.0, 0.0, 0.0]) + rng.normal(size=(n, 3)) * 0.1)
+        limit = 2 * np.pi
+    directions = rng.normal(size=(4000, 3))
+    if mode == "SWING_TWIST":
+        directions[:, 1] = 0.0
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    v = directions * limit * rng.uniform(0.9, 0.99999, (4000, 1))
+    q = quaternion_from_exp_map(v)
+    if mode == "SWING_TWIST":
+        q = quaternion_multiply(q, quaternion_from_exp_map(np.c_[np.zeros(4000), rng.uniform(-1, 1, 4000), np.zeros(4000)]))
+    model = model_class(kind).fit(data, mode=mode)
+    assert model.contains(data).all()
+    p = model.project(q)
+    assert model.contains(p).all()
+    assert np.abs(model.project(p) - p).max() <= 1e-9
+
+
+# -- exact nearest points in exp-map space ----------------------------------------------------------
+def fibonacci_sphere(n):
+    i = np.arange(n) + 0.5
+    z = 1.0 - 2.0 * i / n
+    r = np.sqrt(1.0 - z * z)
+    phi = i * np.pi * (3.0 - np.sqrt(5.0))
+    return np.stack((r * np.cos(phi), r * np.sin(phi), z), axis=-1)
+
+
+def box_surface(mins, maxs, n=60):
+    """Points on the surface of the box ``[mins, maxs]``: a grid on each face."""
+    t = np.linspace(0.0, 1.0, n)
+    u, v = (g.ravel() for g in np.meshgrid(t, t))
+    out = []
+    for axis in range(3):
+        others = [i for i in range(3) if i != axis]
+        for bound in (mins[axis], maxs[axis]):
+            face = np.empty((len(u), 3))
+            face[:, axis] = bound
+            face[:, others[0]] = mins[others[0]] + u * (maxs[others[0]] - mins[others[0]])
+            face[:, others[1]] = mins[others[1]] + v * (maxs[others[1]] - mins[others[1]])
+            out.append(face)
+    return np.concatenate(out)
+
+
+def boundary_samples(model):
+    """Dense points on the boundary of a FULL-mode model's shape, in exp-map space."""
+    p = model.params
+    if model.kind == "box":
+        return box_surface(p["mins"], p["maxs"])
+    if model.kind == "oriented_box":
+        return from_local(box_surface(p["mins"], p["maxs"]), p["position"], p["rotation"])
+    directions = fibonacci_sphere(40000)
+    if model.kind == "ellipsoid":
+        return from_local(directions * p["scales"], p["position"], p["rotation"])
+    # k-DOP: cast rays from the frame origin (the data mean, inside) to the nearest plane.
+    offsets = kdop_offsets(p["mins"], p["maxs"])
+    along = directions @ NORMALS.T
+    reach = np.where(along > 1e-12, offsets / np.where(along > 1e-12, along, 1.0), np.inf).min(axis=1)
+    return from_local(directions * reach[:, None], p["position"], p["rotation"])
+
+
+def brute_force_distance(points, samples, chunk=200):
+    out = np.empty(len(points))
+    sq = np.sum(samples**2, axis=1)
+    for start in range(0, len(points), chunk):
+        x = points[start : start + chunk]
+        d = sq[None, :] - 2.0 * x @ samples.T + np.sum(x**2, axis=1)[:, None]
+        out[start : start + chunk] = np.sqrt(np.maximum(d.min(axis=1), 0.0))
+    return out
+
+
+@pytest.mark.parametrize("kind", SHAPES)
+def test_projection_is_never_farther_than_brute_force_nearest_boundary_point(kind):
+    rng = np.random.default_rng(13)
+    training = cloud(14, spread=(0.15, 0.08, 0.04), centre=(0.1, 0.05, -0.1))
+    model = model_class(kind).fit(training, mode="FULL")
+    samples = boundary_samples(model)
+    data = exp_map_from_quaternion(training)
+    centre = data.mean(axis=0)
+    size = np.ptp(data, axis=0).max()
+    # Near the surface, a little outside, and up to ten times the shape's size away (inside the
+    # 2 pi ball so that exp map -> quaternion -> exp map is the identity).
+    directions = rng.normal(size=(1200, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    radii = np.concatenate((rng.uniform(0.0, 1.5, 400), rng.uniform(1.5, 4.0, 400), rng.uniform(4.0, 10.0, 400))) * size
+    v = centre + directions * radii[:, None]
+    q = quaternion_from_exp_map(v[np.linalg.norm(v, axis=1) < 2 * np.pi - 0.1])
+    v = exp_map_from_quaternion(q)  # the exp map the model sees (equal up to rounding)
+    projected = exp_map_from_quaternion(model.project(q))
+    moved = np.linalg.norm(projected - v, axis=1)
+    brute = brute_force_distance(v, samples)
+    outside = ~model.contains(q, tolerance=0.0)
+    assert outside.sum() > 700
+    assert np.all(moved[outside] <= brute[outside] + 1e-9)
+    assert np.all(moved[~outside] == 0.0)
+    # The samples are dense: the exact distance is not much below the sampled one either.
+    assert np.all(moved[outside] >= brute[outside] - 0.02 * size)
+
+
+def polytope_vertices(offsets):
+    """All vertices of ``{n_j . y <= b_j}``, by brute force over every triple of planes."""
+    triples = np.array(list(itertools.combinations(range(len(NORMALS)), 3)))
+    matrices = NORMALS[triples]
+    regular = np.abs(np.linalg.det(matrices)) > 1e-9
+    vertices = np.linalg.solve(matrices[regular], offsets[triples[regular]][..., None])[..., 0]
+    return vertices[np.all(vertices @ NORMALS.T <= offsets + 1e-9, axis=1)]
+
+
+@pytest.mark.parametrize("shape", ["generic", "single point", "thin rod", "symmetric"])
+def test_kdop_projection_is_certified_nearest_far_outside(shape):
+    """``p`` is the nearest point of a convex polytope iff it is inside and
+    ``(y - p) . (w - p) <= 0`` for every vertex ``w`` (the variational inequality on the hull)."""
+    rng = np.random.default_rng(15)
+    points = {
+        "generic": rng.normal(size=(200, 3)) * (0.6, 0.3, 0.1),
+        "single point": np.zeros((1, 3)),
+        "thin rod": np.outer(rng.normal(size=40), (0.0, 1.0, 0.0)),
+        "symmetric": np.concatenate((np.eye(3), -np.eye(3))) * 0.5,  # vertices where 4+ planes meet
+    }[shape]
+    along = points @ KDOP_AXES.T
+    mins, maxs = along.min(axis=0) - 0.05, along.max(axis=0) + 0.05
+    offsets = kdop_offsets(mins, maxs)
+    size = np.max(maxs - mins)
+    spread = np.repeat([0.3, 1.0, 10.0, 100.0], 500)[:, None] * size
+    y = rng.normal(size=spread.shape[:1] + (3,)) * spread
+    p = nearest_in_kdop(y, 0.5 * (maxs + mins), 0.5 * (maxs - mins), cached_tables(offsets))
+    scale = np.maximum(1.0, np.linalg.norm(y, axis=1))
+    assert np.all(np.max(p @ NORMALS.T - offsets, axis=1) <= 1e-12 * scale)
+    vertices = polytope_vertices(offsets)
+    certificate = np.einsum("ni,nvi->nv", y - p, vertices[None] - p[:, None]).max(axis=1)
+    assert np.all(certificate <= 1e-9 * scale**2)
+    inside = np.all(y @ NORMALS.T <= offsets, axis=1)
+    assert np.array_equal(p[inside], y[inside])
+
+
+def test_kdop_projection_is_certified_on_random_degenerate_kdops():
+    """Few points, lattice points, tiny and large padding: many vertices where 4+ planes meet."""
+    rng = np.random.default_rng(151)
+    for trial in range(40):
+        points = rng.normal(size=(rng.integers(1, 6), 3)) * rng.uniform(0.01, 1.0, 3)
+        if trial % 2:
+            points = np.round(points * 4.0) / 4.0
+        along = points @ KDOP_AXES.T
+        padding = rng.choice([1e-3, 0.05, 0.3])
+        mins, maxs = along.min(axis=0) - padding, along.max(axis=0) + padding
+        offsets = kdop_offsets(mins, maxs)
+        y = rng.normal(size=(300, 3)) * rng.choice([0.1, 1.0, 10.0, 100.0])
+        y[:60] = np.round(y[:60])
+        p = nearest_in_kdop(y, 0.5 * (maxs + mins), 0.5 * (maxs - mins), cached_tables(offsets))
+        scale = np.maximum(1.0, np.linalg.norm(y, axis=1))
+        vertices = polytope_vertices(offsets)
+        certificate = np.einsum("ni,nvi->nv", y - p, vertices[None] - p[:, None]).max(axis=1)
+        assert np.all(certificate <= 1e-9 * scale**2), trial
+        assert np.all(np.max(p @ NORMALS.T - offsets, axis=1) <= 1e-9 * scale), trial
+
+
+def ellipsoid_by_bisection(y, a, steps=200):
+    """Reference nearest points on the ellipsoid: 200 bisection steps on the multiplier."""
+    a2 = a * a
+    lo = np.zeros(len(y))
+    hi = np.linalg.norm(a * y, axis=1)
+    for _ in range(steps):
+        t = 0.5 * (lo + hi)
+        f = np.sum((a * y / (t[:, None] + a2)) ** 2, axis=1) - 1.0
+        lo, hi = np.where(f > 0, t, lo), np.where(f > 0, hi, t)
+    t = 0.5 * (lo + hi)
+    return a2 * y / (t[:, None] + a2)
+
+
+@pytest.mark.parametrize("scales", [(1.5, 0.6, 0.2), (0.3, 0.3, 0.3), (1.0, 0.05, 0.001), (3.0, 0.002, 0.002)])
+def test_ellipsoid_newton_is_exact_far_outside_and_on_axes(scales):
+    rng = np.random.default_rng(16)
+    a = np.array(scales)
+    directions = rng.normal(size=(3000, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    # Radii from just outside to 100x the largest semi-axis, plus points on each axis.
+    on_surface = directions / np.linalg.norm(directions / a, axis=1, keepdims=True)
+    y = on_surface * np.geomspace(1.0001, 100.0 * a.max() / np.linalg.norm(on_surface, axis=1).min(), len(directions))[:, None]
+    axes = np.concatenate([np.eye(3) * a * f for f in (1.001, 2.0, 100.0)] + [-np.eye(3) * a * 50.0])
+    y = np.concatenate((y, axes))
+    got = nearest_on_ellipsoid(y, a)
+    want = ellipsoid_by_bisection(y, a)
+    scale = np.maximum(1.0, np.linalg.norm(y, axis=1))
+    assert np.all(np.linalg.norm(got - want, axis=1) <= 1e-9 * scale)
+    assert np.abs(np.sum((got / a) ** 2, axis=1) - 1.0).max() <= 1e-12
+    # On an axis the answer is the axis' end.
+    ends = nearest_on_ellipsoid(axes, a)
+    np.testing.assert_allclose(ends, np.sign(axes) * a, atol=1e-12)
+
+
+def test_ellipsoid_model_projects_exactly_100x_outside():
+    model = model_class("ellipsoid").fit(cloud(17, spread=(0.05, 0.02, 0.01)))
+    p = model.params
+    local = np.concatenate((np.eye(3) * 100.0 * p["scales"], np.random.default_rng(18).normal(size=(50, 3))))
+    points = from_local(local, p["position"], p["rotation"])
+    got = to_local(model._project_shape(model._shapes()[0], points), p["position"], p["rotation"])
+    np.testing.assert_allclose(got, ellipsoid_by_bisection(local, p["scales"]), atol=1e-9)
+
+
+# -- batching --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_stacked_models_equal_per_model_results(case):
+    kind, mode = case
+    models = [
+        model_class(kind).fit(cloud(20 + i, centre=c, spread=s), **options(mode))
+        for i, (c, s) in enumerate(
+            [((0.2, 0.0, 0.1), (0.5, 0.2, 0.1)), ((-0.3, 0.4, 0.0), (0.2, 0.6, 0.3)), ((0.0, 0.0, 0.9), (0.1, 0.1, 0.4))]
+        )
+    ]
+    stacked = LimitModel.stack(models)
+    q = queries(23, 30).reshape(10, 3, 4)
+    # Per-bone frames go through einsum instead of a matrix product: equal up to rounding.
+    for i, model in enumerate(models):
+        np.testing.assert_allclose(stacked.project(q)[:, i], model.project(q[:, i]), rtol=0, atol=1e-12)
+        assert np.array_equal(stacked.contains(q)[:, i], model.contains(q[:, i]))
+        np.testing.assert_allclose(stacked.violation(q)[:, i], model.violation(q[:, i]), rtol=0, atol=1e-9)
+    batch = q[4]  # (3, 4): bone b's rotation in row b, like the live handler
+    expected = np.stack([m.project(batch[i]) for i, m in enumerate(models)])
+    np.testing.assert_allclose(stacked.project(batch), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_stacked_joint_limits_equal_per_limit_results(case):
+    kind, mode = case
+    st = {"twist_axis": (1.0, 0.0, 0.0)} if mode == "SWING_TWIST" else {}
+    limits = [
+        JointLimit.fit(cloud(30), kind=kind, **options(mode)),
+        JointLimit.fit(cloud(31, centre=(0.5, 0.1, 0.0)), kind=kind, reference="REST", **options(mode)),
+        JointLimit.fit(cloud(32, spread=(0.2, 0.2, 0.2)), kind=kind, **options(mode), **st),
+    ]
+    stacked = JointLimit.stack(limits)
+    batch = queries(33, 30).reshape(10, 3, 4)[7]
+    expected = np.stack([lim.project(batch[i]) for i, lim in enumerate(limits)])
+    np.testing.assert_allclose(stacked.project(batch), expected, rtol=0, atol=1e-12)
+    assert np.array_equal(stacked.contains(batch), np.array([lim.contains(batch[i]) for i, lim in enumerate(limits)]))
+
+
+def test_models_with_different_settings_do_not_stack():
+    with pytest.raises(ValueError, match="cannot stack"):
+        LimitModel.stack([model_class("box").fit(cloud(1)), model_class("box").fit(cloud(1), mode="SWING_TWIST")])
+
+
+# -- serialization ----------------------------------------------------------------------------------
+def assert_same_limit(a, b):
+    assert a.model.kind == b.model.kind and a.model.config == b.model.config
+    assert set(a.model.params) == set(b.model.params)
+    for name, value in a.model.params.items():
+        assert np.array_equal(value, b.model.params[name]), name
+    assert np.array_equal(a.reference, b.reference) and np.array_equal(a.centre, b.centre)
+    q = queries(40, 200)
+    assert np.array_equal(a.project(q), b.project(q))
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_json_and_npz_round_trips_are_exact(case):
+    kind, mode = case
+    limit = JointLimit.fit(cloud(41), kind=kind, soft_radius=0.05, **options(mode))
+    assert_same_limit(limit, limit_from_json(limit_to_json(limit)))
+    buffer = io.BytesIO()
+    save_limit_npz(buffer, limit)
+    buffer.seek(0)
+    assert_same_limit(limit, load_limit_npz(buffer))
+
+
+def corrupted(kind, mode, change):
+    data = json.loads(limit_to_json(JointLimit.fit(cloud(42), kind=kind, **options(mode))))
+    change(data)
+    return json.dumps(data)
+
+
+def set_param(name, values, shape=None):
+    def change(data):
+        array = np.asarray(values, dtype=float)
+        data["model"]["params"][name] = {"__array__": array.ravel().tolist(), "shape": list(shape or array.shape)}
+
+    return change
+
+
+CORRUPTIONS = [
+    ("box", "FULL", set_param("mins", np.zeros(4)), "'mins' must hold 1 x 3"),
+    ("box", "SWING_TWIST", set_param("maxs", np.zeros(3)), "'maxs' must hold 2 x 3"),
+    ("oriented_box", "FULL", set_param("rotation", np.eye(3)[:2]), "rotation"),
+    ("oriented_box", "FULL", set_param("rotation", np.diag([1.0, 1.0, -1.0])), "rotation matrix"),
+    ("oriented_box", "FULL", set_param("rotation", np.eye(3) * 2.0), "rotation matrix"),
+    ("ellipsoid", "FULL", set_param("scales", [1.0, 0.0, 1.0]), "positive"),
+    ("ellipsoid", "FULL", set_param("position", [np.nan, 0.0, 0.0]), "NaN or infinity"),
+    ("kdop", "FULL", set_param("mins", np.r_[np.full(3, -1.0), np.full(10, 5.0)]), "mins"),
+    ("kdop", "FULL", lambda d: d["model"]["params"]["maxs"]["__array__"].__setitem__(0, -9.0), "no room inside|must not exceed"),
+    ("box", "FULL", set_param("axis", [0.0, 0.0, 0.0]), "zero length"),
+    ("box", "FULL", set_param("axis", [0.0, 1.0]), "'axis' must have shape"),
+    ("box", "FULL", lambda d: d["model"]["params"].pop("maxs"), "'maxs' missing"),
+    ("box", "FULL", lambda d: d["model"]["params"].update(extra={"__array__": [1.0], "shape": [1]}), "unknown parameters"),
+    ("box", "FULL", lambda d: d["model"]["config"].update(mode="SIDEWAYS"), "'mode' must be one of"),
+    ("box", "FULL", lambda d: d["model"]["config"].pop("mode"), "'mode' must be one of"),
+    ("box", "FULL", lambda d: d["model"]["config"].update(colour="red"), "unknown config"),
+    ("box", "FULL", lambda d: d["model"].update(kind="banana"), "unknown limit model 'banana'"),
+    ("box", "FULL", lambda d: d.update(format="something_else"), "not a Joint Limits limit"),
+    ("box", "FULL", lambda d: d.update(version=99), "unsupported Joint Limits format version 99"),
+    ("box", "FULL", lambda d: d["model"]["params"]["mins"].update(__array__=[10.0, 10.0, 10.0]), "must not exceed"),
+    ("euler_box", None, set_param("maxs", [1e4, 1.0, 1.0]), "1000"),
+    ("euler_box", None, lambda d: d["model"]["config"].update(order="XYX"), "'order' must be one of"),
+    ("euler_box", None, set_param("mins", [0.0, 0.0]), "'mins' must have shape"),
+    ("euler_box", None, set_param("mins", [np.inf, 0.0, 0.0]), "NaN or infinity|not numeric"),
+]
+
+
+@pytest.mark.parametrize("kind, mode, change, message", CORRUPTIONS)
+def test_corrupt_limits_raise_value_error_with_a_clear_message(kind, mode, change, message):
+    try:
+        text = corrupted(kind, mode, change)
+    except ValueError as err:  # json.dumps refuses inf: the encoder side already says no
+        assert "Out of range float" in str(err)
+        return
+    with pytest.raises(ValueError, match=message):
+        limit_from_json(text)
+
+
+def test_corrupt_files_raise_value_error():
+    with pytest.raises(ValueError, match="invalid JSON"):
+        limit_from_json("{not json")
+    with pytest.raises(ValueError, match="archive"):  # numpy takes non-zip bytes for a pickle
+        load_limit_npz(io.BytesIO(b"this is not a zip file"))
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        header=np.array(json.dumps({"format": "joint_limits", "version": 1})),
+        **{"model/params/mins": np.array([object()], dtype=object)},
+    )
+    buffer.seek(0)
+    with pytest.raises(ValueError, match="pickle"):
+        load_limit_npz(buffer)
+    buffer = io.BytesIO()
+    np.savez(buffer, other=np.zeros(3))
+    buffer.seek(0)
+    with pytest.raises(ValueError, match="no 'header'"):
+        load_limit_npz(buffer)
+
+
+def test_bad_fit_arguments_raise_value_error():
+    q = cloud(43)
+    with pytest.raises(ValueError, match="mode"):
+        model_class("box").fit(q, mode="SIDEWAYS")
+    with pytest.raises(ValueError, match="padding"):
+        model_class("kdop").fit(q, padding=-1.0)
+    with pytest.raises(ValueError, match="zero length"):
+        model_class("ellipsoid").fit(q, mode="SWING_TWIST", twist_axis=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="empty"):
+        model_class("oriented_box").fit(np.zeros((0, 4)))
+    with pytest.raises(ValueError, match="non-finite"):
+        model_class("box").fit(np.array([[np.nan, 0.0, 0.0, 1.0]]))
+    with pytest.raises(ValueError, match="Euler order"):
+        model_class("euler_box").fit(q, order="XYX")
+    with pytest.raises(ValueError, match="no 'SWING_TWIST' mode"):
+        model_class("euler_box").fit(q, mode="SWING_TWIST")
+
+
+# -- the Euler box ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("order", EULER_ORDERS)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_euler_box_wraps_around_pi(order, axis):
+    rng = np.random.default_rng(50 + axis)
+    euler = rng.normal(size=(300, 3)) * 0.1
+    euler[:, axis] = np.pi + rng.uniform(-0.15, 0.15, 300)  # across +-pi
+    q = quaternion_from_euler(euler, order)
+    model = model_class("euler_box").fit(q, order=order, padding=0.05)
+    mins, maxs = model.params["mins"], model.params["maxs"]
+    assert maxs[axis] - mins[axis] < 0.45, (mins, maxs)  # 0.3 of data + 2 x 0.05 padding, not 2 pi
+    assert np.all(maxs - mins < 1.0), (mins, maxs)
+    assert mins[axis] < np.pi < maxs[axis] or mins[axis] < -np.pi < maxs[axis]
+    assert model.contains(q).all()
+    away = euler.copy()
+    away[:, axis] = 0.0
+    assert not model.contains(quaternion_from_euler(away, order)).any()
+
+
+def test_circular_ranges_choose_the_smallest_arc():
+    angles = np.array([[3.0, -0.2, 1.0], [-3.1, 0.3, 1.0], [3.1, 0.0, 1.0]])
+    mins, maxs = circular_ranges(angles, 0.0)
+    np.testing.assert_allclose([mins[1], maxs[1]], [-0.2, 0.3])
+    np.testing.assert_allclose([mins[2], maxs[2]], [1.0, 1.0])
+    assert np.isclose(maxs[0] - mins[0], 2 * np.pi - 6.1)
+    assert np.isclose(np.mod(mins[0], 2 * np.pi), 3.0)
+    mins, maxs = circular_ranges(np.linspace(-np.pi, np.pi, 40, endpoint=False)[:, None], 0.2)
+    assert mins[0] == -np.pi and maxs[0] == np.pi  # a full turn: no limit
+
+
+def test_clamp_angle_follows_blender_non_legacy_limit_rotation():
+    # Outside the arc the angle goes to the circularly nearer bound (a naive clamp would give 0.2).
+    assert np.isclose(clamp_angle(2.9, -1.0, 0.2), -1.0 + 2 * np.pi)  # Blender keeps the turn: angle + wrapped offset
+    assert np.isclose(clamp_angle(1.0, -1.0, 0.2), 0.2)
+    assert np.isclose(clamp_angle(-2.0, -1.0, 0.2), -1.0)
+    assert clamp_angle(0.1, -1.0, 0.2) == 0.1
+    # An arc across +-pi, given beyond pi as Blender's constraint accepts it.
+    assert clamp_angle(-3.0, 2.9, 3.4) == -3.0
+    assert np.isclose(np.cos(clamp_angle(0.0, 2.9, 3.4)), np.cos(3.4))
+    assert np.isclose(clamp_angle(1.5, 2.9, 3.4), 2.9)
+    # Full turn: free; max <= min: min (Blender's invalid case).
+    assert clamp_angle(2.0, -4.0, 4.0) == 2.0
+    assert clamp_angle(2.0, 0.5, 0.5) == 0.5
+
+
+def test_euler_box_projection_clamps_each_angle_of_the_decomposition():
+    model = model_class("euler_box")({"mins": [-1.0, -0.3, -0.2], "maxs": [0.2, 0.4, 0.3]}, {"order": "XYZ"})
+    q = quaternion_from_euler([2.9, 0.0, 0.1], "XYZ")
+    assert quaternion_angle(model.project(q), quaternion_from_euler([-1.0, 0.0, 0.1], "XYZ")) < 1e-7
+    q = quaternion_from_euler([0.1, 0.9, -0.5], "XYZ")
+    assert quaternion_angle(model.project(q), quaternion_from_euler([0.1, 0.4, -0.2], "XYZ")) < 1e-7
+
+
+# -- softening --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_softening_stays_near_the_hard_limit(kind):
+    radius = 0.15
+    limit = JointLimit.fit(cloud(60), kind=kind, soft_radius=radius, soft_falloff=2.0)
+    q = queries(61, 1000)
+    hard = limit.project(q, soften_result=False)
+    soft = limit.project(q)
+    assert np.all(quaternion_angle(soft, hard) <= radius + 1e-9)
+    assert np.all(quaternion_angle(soft, q) <= quaternion_angle(hard, q) + 1e-9)
+    inside = limit.contains(q)
+    assert inside.any()
+    assert np.all(quaternion_angle(soft[inside], q[inside]) <= 1e-7)
+    rel = limit.to_relative(q)
+    direct = soften(rel, limit.model.project(rel), radius, 2.0)
+    assert quaternion_angle(limit.from_relative(direct), soft).max() <= 1e-9
