@@ -223,3 +223,18 @@ def test_changing_the_model_refits_from_stored_samples(clean_file, addon):
     assert _limit(addon, pb).model.kind == "ellipsoid"
     pb.joint_limit.mode = "SWING_TWIST"
     assert _limit(addon, pb).model.config["mode"] == "SWING_TWIST"
+
+
+def test_panels_register_and_live_status_reports_violation(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon)
+    obj.animation_data.action = None
+    assert addon.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
+    assert addon.panels.bone_constraints.JOINTLIMITS_PT_bone_constraint.bl_context == "bone_constraint"
+    pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    assert addon.rig.status.bone_status(pb) == ("Inside", True)
+    pb.rotation_quaternion = IMPOSSIBLE
+    text, inside = addon.rig.status.bone_status(pb)
+    limit = _limit(addon, pb)
+    assert inside is False and text == f"Outside by {math.degrees(limit.violation(IMPOSSIBLE)):.1f}°"
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert not addon.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
