@@ -34,18 +34,18 @@ def _parser():
     sp.add_argument("--mode", choices=("FULL", "SWING_TWIST"), default=None)
     sp.add_argument("--save", help="write the .blend here (default: overwrite the open file)")
 
+    def frame_range(sp, action_help):
+        common(sp)
+        sp.add_argument("--action", help=action_help)
+        sp.add_argument("--start", type=int)
+        sp.add_argument("--end", type=int)
+
     sp = sub.add_parser("bake", help="bake the action with limits applied into a new action")
-    common(sp)
-    sp.add_argument("--action", help="action to bake (default: the object's action)")
-    sp.add_argument("--start", type=int)
-    sp.add_argument("--end", type=int)
+    frame_range(sp, "action to bake (default: the object's action)")
     sp.add_argument("--save", help="write the .blend here (default: overwrite the open file)")
 
     sp = sub.add_parser("report", help="print frames out of limit and the worst violation per bone")
-    common(sp)
-    sp.add_argument("--action", help="action to check (default: the object's action)")
-    sp.add_argument("--start", type=int)
-    sp.add_argument("--end", type=int)
+    frame_range(sp, "action to check (default: the object's action)")
     sp.add_argument("--output", help="also write the report text here")
 
     sp = sub.add_parser("demo", help="build the embedded demo rig, fit, enforce, bake and report")

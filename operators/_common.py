@@ -3,6 +3,10 @@
 
 import contextlib
 
+from bpy.props import BoolProperty, IntProperty
+
+from ..rig.actions import action_frames
+
 
 def armature_in_pose_mode(cls, context, need_selection=True):
     """Poll: an armature in Pose Mode (with selected bones); sets the poll message otherwise."""
@@ -46,3 +50,20 @@ def progress(context, total):
 
 def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class ActionFramesMixin:
+    """Operators that walk the active action's frames: optional frame range, and a poll that
+    needs an armature with an action."""
+
+    use_frame_range: BoolProperty(name="Frame Range", description="Use a frame range instead of the whole action", default=False)
+    frame_start: IntProperty(name="Start", default=1)
+    frame_end: IntProperty(name="End", default=250)
+
+    @classmethod
+    def poll(cls, context):
+        return armature_with_action(cls, context)
+
+    def frames(self, action):
+        """Frames to walk (``ValueError`` for an empty range)."""
+        return action_frames(action, *((self.frame_start, self.frame_end) if self.use_frame_range else (None, None)))

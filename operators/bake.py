@@ -1,34 +1,27 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import bpy
-from bpy.props import BoolProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, StringProperty
 
-from ..rig.actions import action_frames, assign_action
+from ..rig.actions import assign_action
 from ..rig.bake import bake_action
-from ._common import armature_with_action, progress
+from ._common import ActionFramesMixin, progress
 
 
-class JOINTLIMITS_OT_bake(bpy.types.Operator):
+class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
     """Evaluate the action with all constraints and IK, project limited bones into their limits and write a new clean action"""
 
     bl_idname = "pose.joint_limits_bake"
     bl_label = "Bake Limited Action"
     bl_options = {"REGISTER", "UNDO"}
 
-    use_frame_range: BoolProperty(name="Frame Range", description="Bake a frame range instead of the whole action", default=False)
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=250)
     action_name: StringProperty(name="New Action", description="Name of the baked action (default: <action>_limited)")
     assign: BoolProperty(name="Assign", description="Assign the baked action and mute the bones' constraints it already contains", default=False)
-
-    @classmethod
-    def poll(cls, context):
-        return armature_with_action(cls, context)
 
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
         try:
-            frames = action_frames(action, *((self.frame_start, self.frame_end) if self.use_frame_range else (None, None)))
+            frames = self.frames(action)
             with progress(context, len(frames)) as update:
                 baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update)
         except ValueError as err:

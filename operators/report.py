@@ -1,34 +1,24 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import bpy
-from bpy.props import BoolProperty, IntProperty
 
-from ..rig.actions import action_frames
 from ..rig.report import report_text, violation_report
-from ._common import armature_with_action, progress
+from ._common import ActionFramesMixin, progress
 
 TEXT_NAME = "Joint Limits Report"
 
 
-class JOINTLIMITS_OT_report(bpy.types.Operator):
+class JOINTLIMITS_OT_report(ActionFramesMixin, bpy.types.Operator):
     """Check the action against the limits: frames out of limit and the worst violation per bone (text block 'Joint Limits Report')"""
 
     bl_idname = "pose.joint_limits_report"
     bl_label = "Violation Report"
     bl_options = {"REGISTER"}
 
-    use_frame_range: BoolProperty(name="Frame Range", default=False)
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=250)
-
-    @classmethod
-    def poll(cls, context):
-        return armature_with_action(cls, context)
-
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
         try:
-            frames = action_frames(action, *((self.frame_start, self.frame_end) if self.use_frame_range else (None, None)))
+            frames = self.frames(action)
             with progress(context, len(frames)) as update:
                 rows = violation_report(obj, context.scene, action, frames, progress=update)
         except ValueError as err:
