@@ -14,7 +14,7 @@ Projection clamps each coordinate: for a box this is exactly the nearest point (
 import numpy as np
 
 from .model import register_model
-from .shape_limit import ShapeLimit
+from .shape_limit import ShapeLimit, clamp_rows
 
 
 @register_model
@@ -36,7 +36,7 @@ class BoxLimit(ShapeLimit):
 
     @classmethod
     def _project_shape(cls, shape, points):
-        return np.minimum(np.maximum(points, shape["mins"]), shape["maxs"])
+        return clamp_rows(points, shape["mins"], shape["maxs"])
 
     @classmethod
     def _validate_shape(cls, shape):

@@ -45,7 +45,16 @@ import functools
 import numpy as np
 
 from .model import register_model
-from .shape_limit import ShapeLimit, check_rotation_matrices, flatten_rows, from_local, principal_frame, rows_differ, to_local
+from .shape_limit import (
+    ShapeLimit,
+    check_rotation_matrices,
+    flatten_rows,
+    from_local,
+    principal_frame,
+    rows_differ,
+    select_rows,
+    to_local,
+)
 
 _RAW_AXES = np.array(
     [
@@ -206,6 +215,7 @@ def kdop_tables(offsets):
         "face_sign": _PLANE_SIGN[adjacent].reshape(-1, width),
         "face_half": np.take_along_axis(half[:, None, :], face_axis.reshape(count, 1, -1), axis=2).reshape(-1, width),
         "face_gram": np.broadcast_to(_GRAM[np.arange(_PLANES)[:, None], adjacent], adjacent.shape).reshape(-1, width),
+        "face_width": np.array([width]),
         "half": half,
         "edge_origin": edge_origin,
         "edge_direction": edge_direction,
@@ -253,43 +263,66 @@ def _nearest_on_edges(y, tables, which):
     return origins[rows, best] + t_best * directions[rows, best]
 
 
-def _solve_outside(y, c_flat, rows, k, sk, tables, which):
+def _argmax_rows(values, count):
+    """``values (D, count).argmax(axis=0)`` for small ``D``, up to near-ties: much faster than
+    numpy's ``argmax`` over an axis of a few entries.
+
+    The floats are mapped to order-preserving integers whose 5 lowest bits are replaced by the
+    row index (the first row winning ties), so one integer ``max`` finds value and index. Values
+    within 32 units in the last place may swap order; the callers only use the index as a guess
+    that is verified afterwards.
+    """
+    key = values.view(np.int64).copy()
+    key ^= (key >> 63) & np.int64(0x7FFFFFFFFFFFFFFF)
+    key &= np.int64(~31)
+    key |= (31 - np.arange(len(values), dtype=np.int64))[:, None]
+    return 31 - (key.max(axis=0) & 31)
+
+
+def _solve_outside(y, c_flat, count, rows, k, sk, tables, which):
     """Nearest points for points ``y (n, 3)`` outside their k-DOP, by guessed active sets.
 
-    ``c_flat`` holds the chunk's centred slab coordinates ``axes . y - mid`` (flattened),
-    ``rows (n,)`` the points' rows in the chunk, ``k (n,)`` their most violated plane and
-    ``sk (n,)`` its violation, ``which`` their k-DOP (int or ``(n,)``). Each guess is kept only
-    if it passes the KKT test (see the module docstring). Returns ``(points (n, 3), solved (n,)
-    bool)``; unsolved rows need the exhaustive edge scan.
+    ``c_flat`` holds the chunk's centred slab coordinates ``axes . y - mid`` as a flattened
+    ``(13, count)`` array, ``rows (n,)`` the points' columns in it, ``k (n,)`` their most
+    violated plane and ``sk (n,)`` its violation, ``which`` their k-DOP (int or ``(n,)``). Each
+    guess is kept only if it passes the KKT test (see the module docstring); the edge and vertex
+    guesses are only made for the points the face guess leaves. Returns ``(points (n, 3),
+    solved (n,) bool)``; unsolved rows need the exhaustive edge scan.
     """
     tol = FEASIBILITY_TOLERANCE
-    n = len(y)
-    r = np.arange(n)
     take = np.take
+    width = int(tables["face_width"][0])
 
-    def violation(planes, half_width):
-        return _PLANE_SIGN[planes] * c_flat[rows * _AXES + _PLANE_AXIS[planes]] - half_width
+    def violation(planes, at_rows, half_width):
+        return _PLANE_SIGN[planes] * c_flat[_PLANE_AXIS[planes] * count + at_rows] - half_width
 
-    # 1. Face k: its plane projection must satisfy the planes around the face.
+    # 1. Face k: its plane projection must satisfy the planes around the face. (D, n) layout.
     face_index = which * _PLANES + k
-    adjacent = take(tables["face_adjacent"], face_index, axis=0)
-    gathered = c_flat[rows[:, None] * _AXES + take(tables["face_axis"], face_index, axis=0)]
-    s_face = take(tables["face_sign"], face_index, axis=0) * gathered
-    s_face -= take(tables["face_half"], face_index, axis=0)
-    s_face -= sk[:, None] * take(tables["face_gram"], face_index, axis=0)
-    j = s_face.argmax(axis=1)
-    face = (s_face[r, j] <= tol) & take(tables["face_is_facet"], face_index)
-    face_points = y - sk[:, None] * take(NORMALS, k, axis=0)
+    flat_index = (face_index * width)[None, :] + np.arange(width)[:, None]
+    s_face = take(tables["face_sign"], flat_index) * c_flat[take(tables["face_axis"], flat_index) * count + rows]
+    s_face -= take(tables["face_half"], flat_index)
+    s_face -= sk * take(tables["face_gram"], flat_index)
+    face = (s_face.max(axis=0) <= tol) & take(tables["face_is_facet"], face_index)
+    points = y - sk[:, None] * take(NORMALS, k, axis=0)
+    rest = np.flatnonzero(~face)
+    if rest.size == 0:
+        return points, face
+    j = _argmax_rows(s_face[:, rest], len(rest))
 
     # 2. Edge of planes k and k2, k2 the neighbour most violated at the face projection.
-    k2 = adjacent[r, j]
+    y, rows, k, sk, face_index = y[rest], rows[rest], k[rest], sk[rest], face_index[rest]
+    if np.ndim(which):
+        which = which[rest]
+    n = len(rest)
+    r = np.arange(n)
+    k2 = take(tables["face_adjacent"], face_index * width + j)
     pair = face_index * _PLANES + k2
     line = k * _PLANES + k2
     is_edge = take(tables["pair_is_edge"], pair)
     g = _GRAM_FLAT[line]
     inv = 1.0 / np.where(is_edge, 1.0 - g * g, 1.0)
     half = tables["half"][which]
-    s2 = violation(k2, half[_PLANE_AXIS[k2]] if half.ndim == 1 else half[r, _PLANE_AXIS[k2]])
+    s2 = violation(k2, rows, half[_PLANE_AXIS[k2]] if half.ndim == 1 else half[r, _PLANE_AXIS[k2]])
     lam_k = (sk - g * s2) * inv
     lam_2 = (s2 - g * sk) * inv
     origin = take(tables["pair_origin"], pair, axis=0)
@@ -297,25 +330,26 @@ def _solve_outside(y, c_flat, rows, k, sk, tables, which):
     t = np.einsum("ij,ij->i", y - origin, direction)
     t_lo, t_hi = take(tables["pair_t_lo"], pair), take(tables["pair_t_hi"], pair)
     on_segment = (t >= t_lo) & (t <= t_hi)
-    edge = ~face & is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & on_segment
-    edge_points = origin + t[:, None] * direction
+    edge = is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & on_segment
 
     # 3. Vertex at the end of that edge where the projection fell off, with the plane k3 ending it.
     low = t < t_lo
     k3 = np.where(low, take(tables["pair_plane_lo"], pair), take(tables["pair_plane_hi"], pair))
-    vertex = origin + np.where(low, t_lo, t_hi)[:, None] * direction
     a, b, c = g, _GRAM_FLAT[k * _PLANES + k3], _GRAM_FLAT[k2 * _PLANES + k3]
-    s3 = violation(k3, half[_PLANE_AXIS[k3]] if half.ndim == 1 else half[r, _PLANE_AXIS[k3]])
+    s3 = violation(k3, rows, half[_PLANE_AXIS[k3]] if half.ndim == 1 else half[r, _PLANE_AXIS[k3]])
     det = 1.0 + 2.0 * a * b * c - a * a - b * b - c * c
     regular = np.abs(det) > 1e-9
     inv = 1.0 / np.where(regular, det, 1.0)
     lam_k = ((1.0 - c * c) * sk + (b * c - a) * s2 + (a * c - b) * s3) * inv
     lam_2 = ((b * c - a) * sk + (1.0 - b * b) * s2 + (a * b - c) * s3) * inv
     lam_3 = ((a * c - b) * sk + (a * b - c) * s2 + (1.0 - a * a) * s3) * inv
-    corner = ~face & is_edge & ~on_segment & regular & (lam_k >= -tol) & (lam_2 >= -tol) & (lam_3 >= -tol)
+    corner = is_edge & ~on_segment & regular & (lam_k >= -tol) & (lam_2 >= -tol) & (lam_3 >= -tol)
 
-    points = np.where(face[:, None], face_points, np.where(edge[:, None], edge_points, vertex))
-    return points, face | edge | corner
+    t = np.where(edge, t, np.where(low, t_lo, t_hi))
+    points[rest] = origin + t[:, None] * direction
+    solved = face
+    solved[rest] = edge | corner
+    return points, solved
 
 
 def nearest_in_kdop(y, mid, half, tables, which=0):
@@ -328,21 +362,26 @@ def nearest_in_kdop(y, mid, half, tables, which=0):
     """
     out = y.copy()
     per_row = mid.ndim == 2
+    if not per_row:
+        mid_col, half_col = mid[:, None], half[:, None]
     for start in range(0, len(y), CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, len(y))
         yc = y[start:stop]
-        c = yc @ _AXES_T - (mid[start:stop] if per_row else mid)
-        violation = np.abs(c) - (half[start:stop] if per_row else half)
-        axis = violation.argmax(axis=1)
-        flat = np.arange(len(yc)) * _AXES + axis
-        worst = violation.ravel()[flat]
-        rows = np.flatnonzero(worst > 0.0)
+        count = len(yc)
+        c = KDOP_AXES @ yc.T  # (13, count): reductions over the slabs run along rows
+        c -= mid[start:stop].T if per_row else mid_col
+        violation = np.abs(c)
+        violation -= half[start:stop].T if per_row else half_col
+        rows = np.flatnonzero(violation.max(axis=0) > 0.0)
         if rows.size == 0:
             continue
+        axis = _argmax_rows(violation[:, rows], len(rows))
+        flat = axis * count + rows
+        worst = violation.ravel()[flat]
         c_flat = c.ravel()
-        k = axis[rows] + np.where(c_flat[flat[rows]] < 0.0, _AXES, 0)
+        k = axis + np.where(c_flat[flat] < 0.0, _AXES, 0)
         bones = which[start + rows] if per_row else which
-        points, solved = _solve_outside(yc[rows], c_flat, rows, k, worst[rows], tables, bones)
+        points, solved = _solve_outside(yc[rows], c_flat, count, rows, k, worst, tables, bones)
         out[start + rows] = points
         if not solved.all():
             rest = rows[~solved]
@@ -388,8 +427,8 @@ class KDopLimit(ShapeLimit):
             which = np.broadcast_to(np.arange(int(np.prod(lead_p))).reshape(lead_p), lead).reshape(-1)
         local = to_local(rows, params["position"], params["rotation"])
         nearest = nearest_in_kdop(local, mid, half, tables, which)
-        moved = rows_differ(nearest, local)[:, None]
-        out = np.where(moved, from_local(nearest, params["position"], params["rotation"]), rows)
+        moved = rows_differ(nearest, local)
+        out = select_rows(moved, from_local(nearest, params["position"], params["rotation"]), rows)
         return out.reshape(lead + (3,))
 
     @classmethod

@@ -17,7 +17,16 @@ nearest point of the box.
 import numpy as np
 
 from .model import register_model
-from .shape_limit import ShapeLimit, check_rotation_matrices, from_local, principal_frame, rows_differ, to_local
+from .shape_limit import (
+    ShapeLimit,
+    check_rotation_matrices,
+    clamp_rows,
+    from_local,
+    principal_frame,
+    rows_differ,
+    select_rows,
+    to_local,
+)
 
 
 @register_model
@@ -47,10 +56,10 @@ class OrientedBoxLimit(ShapeLimit):
     @classmethod
     def _project_shape(cls, shape, points):
         local = to_local(points, shape["position"], shape["rotation"])
-        clamped = np.minimum(np.maximum(local, shape["mins"]), shape["maxs"])
-        outside = rows_differ(clamped, local)[..., None]
+        clamped = clamp_rows(local, shape["mins"], shape["maxs"])
+        outside = rows_differ(clamped, local)
         # Points inside keep their exact coordinates (no round trip through the frame).
-        return np.where(outside, from_local(clamped, shape["position"], shape["rotation"]), points)
+        return select_rows(outside, from_local(clamped, shape["position"], shape["rotation"]), points)
 
     @classmethod
     def _validate_shape(cls, shape):

@@ -57,17 +57,14 @@ def quaternion_multiply(a, b):
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``), broadcasting ``(..., 4)``."""
     a = as_quaternions(a, "a")
     b = as_quaternions(b, "b")
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
-        (
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ),
-        axis=-1,
-    )
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def quaternion_relative(reference, q):
@@ -84,8 +81,8 @@ def quaternion_short_way(q):
 def quaternion_toward(q, target):
     """The cover of ``q`` whose dot product with ``target`` is not negative."""
     q = as_quaternions(q)
-    dot = np.sum(q * as_quaternions(target, "target"), axis=-1, keepdims=True)
-    return np.where(dot < 0.0, -q, q)
+    dot = _dot4(q, as_quaternions(target, "target"))
+    return np.where(dot[..., None] < 0.0, -q, q)
 
 
 def quaternion_unroll(q, axis=0):
@@ -109,9 +106,13 @@ def quaternion_unroll(q, axis=0):
     return np.moveaxis(out, 0, axis)
 
 
+def _dot4(a, b):
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2] + a[..., 3] * b[..., 3]
+
+
 def quaternion_dot(a, b):
     """Four-dimensional dot product ``(...,)``."""
-    return np.sum(as_quaternions(a, "a") * as_quaternions(b, "b"), axis=-1)
+    return _dot4(as_quaternions(a, "a"), as_quaternions(b, "b"))
 
 
 def quaternion_angle(a, b):
@@ -122,8 +123,17 @@ def quaternion_angle(a, b):
     ``2 acos(|a . b|)`` loses half the digits.
     """
     a = as_quaternions(a, "a")
-    b = quaternion_toward(as_quaternions(b, "b"), a)
-    return 4.0 * np.arctan2(np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1))
+    b = as_quaternions(b, "b")
+    sign = np.where(_dot4(a, b) < 0.0, -1.0, 1.0)
+    diff = np.zeros(())
+    total = np.zeros(())
+    for i in range(4):
+        flipped = sign * b[..., i]
+        d = a[..., i] - flipped
+        s = a[..., i] + flipped
+        diff = diff + d * d
+        total = total + s * s
+    return 4.0 * np.arctan2(np.sqrt(diff), np.sqrt(total))
 
 
 def quaternion_rotate(q, v):
@@ -136,6 +146,62 @@ def quaternion_rotate(q, v):
     return v + w * t + np.cross(u, t)
 
 
+def _norm3(x, y, z):
+    """``sqrt(x^2 + y^2 + z^2)`` from components (much faster than ``np.linalg.norm`` over a
+    short last axis)."""
+    n = x * x
+    n += y * y
+    n += z * z
+    return np.sqrt(n, out=n)
+
+
+def exp_map_into(w, x, y, z, out):
+    """Write the exp maps of the quaternions with components ``w, x, y, z`` (equal shapes,
+    possibly strided views) into ``out (..., 3)``; see :func:`exp_map_from_quaternion`."""
+    s = _norm3(x, y, z)
+    scale = np.arctan2(s, w)
+    scale *= 2.0
+    regular = s > EPS
+    if not regular.all():  # tiny vector parts (and NaN): the limit 2 (w ~ 1)
+        s[~regular] = 1.0
+        scale[~regular] = 2.0
+    scale /= s
+    np.multiply(x, scale, out=out[..., 0])
+    np.multiply(y, scale, out=out[..., 1])
+    np.multiply(z, scale, out=out[..., 2])
+    return out
+
+
+def quaternion_from_exp_map_into(x, y, z, out):
+    """Write the unit quaternions of the exp maps with components ``x, y, z`` into
+    ``out (..., 4)``; see :func:`quaternion_from_exp_map`.
+
+    With ``t = tan(angle / 4)``: ``cos(angle / 2) = (1 - t^2) / (1 + t^2)`` and
+    ``sin(angle / 2) = 2 t / (1 + t^2)``, one (vectorized, fast) tangent instead of a sine and a
+    cosine; both are accurate to a few units in the last place for every angle.
+    """
+    angle = _norm3(x, y, z)
+    t = np.multiply(angle, 0.25)
+    np.tan(t, out=t)
+    t2 = t * t
+    inv = t2 + 1.0
+    np.divide(1.0, inv, out=inv)
+    np.subtract(1.0, t2, out=t2)
+    np.multiply(t2, inv, out=out[..., 0])
+    t *= inv
+    t += t  # sin(angle / 2)
+    regular = angle > EPS
+    if regular.all():
+        t /= angle
+    else:  # tiny angles (and NaN): the limit 1/2
+        t[regular] /= angle[regular]
+        t[~regular] = 0.5
+    np.multiply(x, t, out=out[..., 1])
+    np.multiply(y, t, out=out[..., 2])
+    np.multiply(z, t, out=out[..., 3])
+    return out
+
+
 def exp_map_from_quaternion(q):
     """Scaled angle-axis vectors ``(..., 3)`` (quaternion log times two).
 
@@ -143,20 +209,19 @@ def exp_map_from_quaternion(q):
     continuous.
     """
     q = as_quaternions(q)
-    v = q[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, q[..., :1])
-    scale = np.where(s > EPS, angle / np.where(s > EPS, s, 1.0), 2.0)
-    return v * scale
+    rows = q if q.ndim > 1 else q[None]  # the helpers work on arrays, not scalars
+    out = np.empty(rows.shape[:-1] + (3,))
+    exp_map_into(rows[..., 0], rows[..., 1], rows[..., 2], rows[..., 3], out)
+    return out.reshape(q.shape[:-1] + (3,))
 
 
 def quaternion_from_exp_map(v):
     """Unit quaternions from scaled angle-axis vectors ``(..., 3)``."""
     v = as_vectors(v)
-    angle = np.linalg.norm(v, axis=-1, keepdims=True)
-    half = 0.5 * angle
-    sinc = np.where(angle > EPS, np.sin(half) / np.where(angle > EPS, angle, 1.0), 0.5)
-    return np.concatenate((np.cos(half), v * sinc), axis=-1)
+    rows = v if v.ndim > 1 else v[None]  # the helpers work on arrays, not scalars
+    out = np.empty(rows.shape[:-1] + (4,))
+    quaternion_from_exp_map_into(rows[..., 0], rows[..., 1], rows[..., 2], out)
+    return out.reshape(v.shape[:-1] + (4,))
 
 
 def quaternion_from_axis_angle(axis_angle):

@@ -59,6 +59,7 @@ from .quaternion import (
     exp_map_from_quaternion,
     quaternion_angle,
     quaternion_from_exp_map,
+    quaternion_from_exp_map_into,
     quaternion_multiply,
     quaternion_normalize,
 )
@@ -75,8 +76,8 @@ MIN_PADDING = 1e-3
 #: projected rotations count as inside despite rounding.
 CONTAINS_TOLERANCE = 1e-9
 
-_SWING_PLANE = np.array([1.0, 0.0, 1.0])
-_TWIST_LINE = np.array([0.0, 1.0, 0.0])
+#: Rows per batch of a large projection: a batch's per-row temporaries stay in the CPU cache.
+CHUNK_ROWS = 16384
 
 
 # -- small shared helpers -----------------------------------------------------------------------
@@ -94,8 +95,40 @@ def finite_rows(q):
 
 def rows_differ(a, b):
     """``(...,)`` bool: the 3-vectors ``a`` and ``b`` differ in some component."""
-    differ = a != b
+    if a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
+        differ = a != b
+    else:  # compare per component: broadcasting over a short last axis is slow
+        return (a[..., 0] != b[..., 0]) | (a[..., 1] != b[..., 1]) | (a[..., 2] != b[..., 2])
     return differ[..., 0] | differ[..., 1] | differ[..., 2]
+
+
+def clamp_rows(points, mins, maxs):
+    """``np.minimum(np.maximum(points, mins), maxs)`` for ``(..., 3)`` arrays, per component
+    (broadcasting over the short last axis is slow)."""
+    shape = np.broadcast_shapes(np.shape(points), np.shape(mins), np.shape(maxs))
+    if len(shape) < 2:
+        return np.minimum(np.maximum(points, mins), maxs)
+    out = np.empty(shape)
+    for i in range(shape[-1]):
+        np.minimum(np.maximum(points[..., i], mins[..., i]), maxs[..., i], out=out[..., i])
+    return out
+
+
+def select_rows(mask, a, b):
+    """``np.where(mask[..., None], a, b)`` for arrays of short rows ``(..., k)``.
+
+    Copies the side chosen by most rows and patches the others in: much faster than ``where``
+    broadcast over a short last axis, and exact (no arithmetic).
+    """
+    shape = np.broadcast_shapes(np.shape(mask) + (1,), np.shape(a), np.shape(b))
+    mask = np.broadcast_to(mask, shape[:-1])
+    count = int(np.count_nonzero(mask))
+    major, minor, patch = (a, b, ~mask) if 2 * count >= mask.size else (b, a, mask)
+    out = np.array(np.broadcast_to(major, shape), dtype=np.result_type(a, b))
+    if 0 < count < mask.size:
+        index = np.nonzero(patch)
+        out[index] = np.broadcast_to(minor, shape)[index]
+    return out
 
 
 def check_cloud(rotations):
@@ -127,6 +160,15 @@ def check_rotation_matrices(rotation, name="rotation"):
 
 def to_local(points, position, rotation):
     """Frame coordinates ``rotation^T @ (points - position)``, shapes ``(..., 3)``, ``(..., 3, 3)``."""
+    if rotation.ndim == 2 and np.ndim(position) <= 1 and np.ndim(points) >= 2:
+        # One frame: subtract per component (broadcasting over the short last axis is slow).
+        if np.ndim(position) == 0 and position == 0.0:
+            return points @ rotation
+        d = np.empty(points.shape)
+        position = np.broadcast_to(position, (3,))
+        for i in range(3):
+            np.subtract(points[..., i], position[i], out=d[..., i])
+        return d @ rotation
     d = points - position
     if rotation.ndim == 2:
         return d @ rotation
@@ -136,7 +178,16 @@ def to_local(points, position, rotation):
 def from_local(local, position, rotation):
     """Inverse of :func:`to_local`: ``rotation @ local + position``."""
     if rotation.ndim == 2:
-        return local @ rotation.T + position
+        out = local @ rotation.T
+        if np.ndim(position) <= 1 and out.ndim >= 2:
+            if np.ndim(position) == 0 and position == 0.0:
+                out += 0.0  # as ``+ position``: -0.0 becomes 0.0
+                return out
+            position = np.broadcast_to(position, (3,))
+            for i in range(3):
+                out[..., i] += position[i]
+            return out
+        return out + position
     return np.einsum("...ij,...j->...i", rotation, local) + position
 
 
@@ -250,6 +301,88 @@ def _keep_in_ball(model, shape, points, radius):
     return np.where(outside[..., None], pulled, points)
 
 
+def _is_bone_axis(axis):
+    """Every twist axis in ``axis (..., 3)`` points along +Y: the twist frame is the identity."""
+    axis = np.asarray(axis)
+    return bool(np.all(axis[..., 0] == 0.0) and np.all(axis[..., 2] == 0.0) and np.all(axis[..., 1] > 0.0))
+
+
+def _general_swing_twist_points(q, axis):
+    swing, twist = swing_twist_from_quaternion(q, axis)
+    frame = twist_frame(axis)
+    swing_points = to_local(exp_map_from_quaternion(swing), 0.0, frame)
+    swing_points[..., 1] = 0.0
+    twist_vector = exp_map_from_quaternion(twist)
+    a = unit_axis(axis)
+    angle = twist_vector[..., 0] * a[..., 0] + twist_vector[..., 1] * a[..., 1] + twist_vector[..., 2] * a[..., 2]
+    twist_points = np.zeros(angle.shape + (3,))
+    twist_points[..., 1] = angle
+    return swing_points, twist_points
+
+
+def _bone_axis_swing_twist_points(q):
+    """:meth:`ShapeLimit._swing_twist_points` for the +Y axis, ``q (n..., 4)``, in one pass.
+
+    With twist ``(w, 0, y, 0) / n``, ``n = |(w, y)|``, the swing ``q * conj(twist)`` is
+    ``(n, u_x / n, 0, u_z / n)`` with ``u = (x w + z y, z w - x y)``: its exp map is
+    ``u * 2 atan2(|u|, n^2) / |u|`` and the twist angle is ``2 atan2(y, w)``. Rows where the
+    twist or the swing is degenerate or tiny take the general path.
+    """
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    n2 = w * w
+    n2 += y * y
+    ux = x * w
+    ux += z * y
+    uz = z * w
+    uz -= x * y
+    u = ux * ux
+    u += uz * uz
+    np.sqrt(u, out=u)
+    scale = np.arctan2(u, n2)
+    scale += scale
+    n = np.sqrt(n2)
+    n *= EPS
+    regular = (n > EPS * EPS) & (u > n) & (np.abs(y) > n)
+    u[~regular] = 1.0
+    scale /= u
+    swing_points = np.empty(q.shape[:-1] + (3,))
+    np.multiply(ux, scale, out=swing_points[..., 0])
+    swing_points[..., 1] = 0.0
+    np.multiply(uz, scale, out=swing_points[..., 2])
+    twist_points = np.zeros(q.shape[:-1] + (3,))
+    angle = twist_points[..., 1]
+    np.arctan2(y, w, out=angle)
+    angle += angle
+    if not regular.all():
+        index = np.nonzero(~regular)
+        swing_points[index], twist_points[index] = _general_swing_twist_points(q[index], BONE_AXIS)
+    return swing_points, twist_points
+
+
+def _bone_axis_rotations(swing_points, twist_points):
+    """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
+    twist ``(cos(a / 2), 0, sin(a / 2), 0)`` from its tangent half-angle formula."""
+    swing = np.empty(swing_points.shape[:-1] + (4,))
+    quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
+    t = np.multiply(twist_points[..., 1], 0.25)
+    np.tan(t, out=t)
+    t2 = t * t
+    inv = t2 + 1.0
+    np.divide(1.0, inv, out=inv)
+    c = np.subtract(1.0, t2, out=t2)
+    c *= inv
+    s = t
+    s *= inv
+    s += s
+    a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
+    out = np.empty(swing.shape)
+    np.subtract(a * c, e * s, out=out[..., 0])
+    np.subtract(b * c, d * s, out=out[..., 1])
+    np.add(a * s, e * c, out=out[..., 2])
+    np.add(b * s, d * c, out=out[..., 3])
+    return out
+
+
 # -- the base class ------------------------------------------------------------------------------
 class ShapeLimit(LimitModel):
     """A limit made of convex shapes in exp-map space (see the module docstring).
@@ -323,15 +456,42 @@ class ShapeLimit(LimitModel):
         return np.where(finite, angle, np.nan)
 
     def _project(self, q):
-        """``(projected (..., 4), moved (...,) bool)``."""
+        """``(projected (..., 4), moved (...,) bool)``; large unbatched inputs in batches of
+        :data:`CHUNK_ROWS` rows."""
         q = as_quaternions(q)
-        finite = finite_rows(q)
-        safe = np.where(finite[..., None], q, IDENTITY_QUATERNION) if not finite.all() else q
-        points = self._points(safe)
         shapes = self._shapes()
+        size = q.size // 4
+        if size > CHUNK_ROWS and self._unbatched():
+            flat = q.reshape(-1, 4)
+            out = np.empty(flat.shape)
+            moved = np.empty(len(flat), dtype=bool)
+            for start in range(0, size, CHUNK_ROWS):
+                stop = min(start + CHUNK_ROWS, size)
+                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes)
+            return out.reshape(q.shape), moved.reshape(q.shape[:-1])
+        return self._project_rows(q, shapes)
+
+    def _unbatched(self):
+        """No parameter has a leading (bone) axis."""
+        if self.params["axis"].ndim != 1:
+            return False
+        return all(self.params[name].ndim == len(core) for name, core in self.SHAPE_PARAMS.items())
+
+    def _project_rows(self, q, shapes):
+        finite = None
+        safe = q
+        if not np.isfinite(q).all():
+            finite = finite_rows(q)
+            safe = np.where(finite[..., None], q, IDENTITY_QUATERNION)
+        points = self._points(safe)
         projected = [self._project_shape(shape, p) for shape, p in zip(shapes, points, strict=True)]
         if self.config["mode"] == "SWING_TWIST":
-            projected = [projected[0] * _SWING_PLANE, projected[1] * _TWIST_LINE]
+            # Flatten onto the swing plane / twist line (components, not a broadcast product).
+            swing, twist = (p.copy() if np.may_share_memory(p, p_old) else p for p, p_old in zip(projected, points, strict=True))
+            swing[..., 1] = 0.0
+            twist[..., 0] = 0.0
+            twist[..., 2] = 0.0
+            projected = [swing, twist]
             radii = (np.pi, 2.0 * np.pi)
         else:
             radii = (2.0 * np.pi,)
@@ -339,10 +499,24 @@ class ShapeLimit(LimitModel):
         moved = np.zeros((), dtype=bool)
         for p, p_new in zip(points, projected, strict=True):
             moved = moved | rows_differ(p_new, p)
-        out = np.where(moved[..., None], self._rotations(projected), safe)
-        if not finite.all():
-            out = np.where(finite[..., None], out, q)
+        if finite is not None:
             moved = moved & finite
+        lead = moved.shape
+        count = int(np.count_nonzero(moved))
+        subset_ok = self.config["mode"] == "FULL" or self.params["axis"].ndim == 1
+        if q.shape[:-1] == lead and subset_ok and 4 * count < moved.size:
+            # Few rows moved (live use): rotations only for those.
+            out = q.copy()
+            if count:
+                index = np.nonzero(moved)
+                out[index] = self._rotations([np.broadcast_to(p, lead + (3,))[index] for p in projected])
+            return out, moved
+        out = self._rotations(projected)
+        if out.shape != lead + (4,):
+            out = np.array(np.broadcast_to(out, lead + (4,)))
+        if count < moved.size:
+            keep = ~moved
+            out[keep] = np.broadcast_to(q, lead + (4,))[keep]
         return out, moved
 
     # -- rotations <-> shape points ----------------------------------------------------------------
@@ -350,16 +524,9 @@ class ShapeLimit(LimitModel):
     def _swing_twist_points(q, axis):
         """Swing points ``(..., 3)`` ``(x, 0, z)`` and twist points ``(0, angle, 0)`` in the
         twist frame of ``axis``."""
-        swing, twist = swing_twist_from_quaternion(q, axis)
-        frame = twist_frame(axis)
-        swing_points = to_local(exp_map_from_quaternion(swing), 0.0, frame)
-        swing_points[..., 1] = 0.0
-        twist_vector = exp_map_from_quaternion(twist)
-        a = unit_axis(axis)
-        angle = twist_vector[..., 0] * a[..., 0] + twist_vector[..., 1] * a[..., 1] + twist_vector[..., 2] * a[..., 2]
-        twist_points = np.zeros(angle.shape + (3,))
-        twist_points[..., 1] = angle
-        return swing_points, twist_points
+        if _is_bone_axis(axis) and q.ndim >= 2:
+            return _bone_axis_swing_twist_points(q)
+        return _general_swing_twist_points(q, axis)
 
     def _points(self, q):
         if self.config["mode"] == "FULL":
@@ -369,6 +536,8 @@ class ShapeLimit(LimitModel):
     def _rotations(self, points):
         if self.config["mode"] == "FULL":
             return quaternion_from_exp_map(points[0])
+        if _is_bone_axis(self.params["axis"]) and points[0].ndim >= 2 and points[0].shape == points[1].shape:
+            return _bone_axis_rotations(points[0], points[1])
         axis = unit_axis(self.params["axis"])
         swing = quaternion_from_exp_map(from_local(points[0], 0.0, twist_frame(axis)))
         twist = quaternion_from_exp_map(axis * points[1][..., 1:2])
