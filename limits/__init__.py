@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Joint-limit maths in numpy only (no bpy, no mathutils): quaternions, rotation clouds,
-limit models. Importing this package registers every model in :mod:`.model`'s registry."""
+limit models. Importing this package imports every module in it, so every model registers
+itself in :mod:`.model`'s registry: a new model is one new file."""
+
+import importlib
+import pkgutil
 
 from . import model  # noqa: F401  (registry first)
 
-# isort: off
-# Registration order is the order of the UI's model list.
-from . import euler_box, box, oriented_box, ellipsoid, kdop  # noqa: F401
-# isort: on
+for _info in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_info.name}")

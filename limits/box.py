@@ -20,6 +20,7 @@ from .shape_limit import ShapeLimit, clamp_rows
 @register_model
 class BoxLimit(ShapeLimit):
     kind = "box"
+    ui_order = 20
     label = "Box"
     description = "Axis-aligned box around the sampled rotations (scaled angle-axis); simple and loose"
     SHAPE_PARAMS = {"mins": (3,), "maxs": (3,)}

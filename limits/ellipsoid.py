@@ -91,6 +91,7 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
 @register_model
 class EllipsoidLimit(ShapeLimit):
     kind = "ellipsoid"
+    ui_order = 40
     label = "Ellipsoid"
     description = "Ellipsoid on the principal axes of the sampled rotations; smooth, exact nearest-point projection"
     SHAPE_PARAMS = {"position": (3,), "rotation": (3, 3), "scales": (3,)}

@@ -117,6 +117,8 @@ def _check_order(order):
 @register_model
 class EulerBoxLimit(LimitModel):
     kind = "euler_box"
+    ui_order = 10
+    FIT_OPTIONS = ("padding", "order")
     label = "Euler Box"
     description = "Min/max per Euler angle, like Blender's Limit Rotation constraint (the usual baseline)"
     PARAM_SHAPES = {"mins": (3,), "maxs": (3,)}

@@ -392,6 +392,7 @@ def nearest_in_kdop(y, mid, half, tables, which=0):
 @register_model
 class KDopLimit(ShapeLimit):
     kind = "kdop"
+    ui_order = 50
     label = "k-DOP"
     description = "26-sided polytope on the principal axes of the sampled rotations; the tightest shape"
     SHAPE_PARAMS = {"position": (3,), "rotation": (3, 3), "mins": (13,), "maxs": (13,)}

@@ -19,8 +19,10 @@ class with equal ``config`` can be :meth:`LimitModel.stack`-ed into one model wh
 a leading bone axis ``B``; its ``project(q)`` with ``q`` of shape ``(B, 4)`` applies bone ``b``'s
 limit to row ``b``. The live handler uses this to limit a whole rig with a few numpy calls.
 
-A new model is one new module: subclass :class:`LimitModel`, decorate it with
-:func:`register_model`, and import the module in ``limits/__init__.py``.
+A new model is one new module in ``limits/``: subclass :class:`LimitModel` and decorate it
+with :func:`register_model` (``limits/__init__.py`` imports every module of the package).
+``FIT_OPTIONS`` names the keyword options its ``fit`` takes from a bone's settings, and
+``ui_order`` places it in the model menu.
 """
 
 import numpy as np
@@ -49,8 +51,9 @@ def model_class(kind):
 
 
 def model_kinds():
-    """``[(kind, label, description), ...]`` in registration order, for UI enums."""
-    return [(cls.kind, cls.label, cls.description) for cls in _REGISTRY.values()]
+    """``[(kind, label, description), ...]`` in ``ui_order``, for UI enums."""
+    ordered = sorted(_REGISTRY.values(), key=lambda cls: (cls.ui_order, cls.kind))
+    return [(cls.kind, cls.label, cls.description) for cls in ordered]
 
 
 class LimitModel:
@@ -65,6 +68,10 @@ class LimitModel:
     label = ""
     description = ""
     PARAM_SHAPES = {}
+    #: Keyword options of :meth:`fit` that a bone's settings supply (others are not passed).
+    FIT_OPTIONS = ("padding",)
+    #: Position in the model menu (lower first).
+    ui_order = 100
 
     def __init__(self, params, config=None):
         self.params = {name: np.asarray(value, dtype=float) for name, value in params.items()}

@@ -32,6 +32,7 @@ from .shape_limit import (
 @register_model
 class OrientedBoxLimit(ShapeLimit):
     kind = "oriented_box"
+    ui_order = 30
     label = "Oriented Box"
     description = "Box turned to the principal axes of the sampled rotations; tighter than the plain box"
     SHAPE_PARAMS = {"position": (3,), "rotation": (3, 3), "mins": (3,), "maxs": (3,)}

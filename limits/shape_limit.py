@@ -392,6 +392,7 @@ class ShapeLimit(LimitModel):
     """
 
     SHAPE_PARAMS = {}
+    FIT_OPTIONS = ("padding", "mode", "twist_axis")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

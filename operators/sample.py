@@ -28,6 +28,7 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
     frame_end: IntProperty(name="End", default=250)
     evaluated: BoolProperty(name="With Constraints", description="Evaluate every frame with constraints and IK (slower) instead of reading keys", default=False)
     append: BoolProperty(name="Append", description="Add to the existing samples instead of replacing them", default=False)
+    min_spacing: FloatProperty(name="Min Spacing", description="Thin the samples so no two are closer than this (0: keep all)", default=0.0, min=0.0, max=1.0, subtype="ANGLE")
     densify: FloatProperty(name="Densify", description="Insert slerp samples so consecutive samples are at most this far apart (0: off)", default=0.0, min=0.0, max=1.0, subtype="ANGLE")
 
     @classmethod
@@ -53,7 +54,7 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
         try:
             start, end = (self.frame_start, self.frame_end) if self.use_frame_range else (None, None)
             clouds, notes = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
-            counts = store_clouds(obj, clouds, self.append, self.densify)
+            counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..limits.constants import BONE_AXIS
 from ..limits.joint import JointLimit
+from ..limits.model import model_class
 from ..limits.swing_twist import twist_axis_from_children
 from .actions import keyed_rotations
 from .storage import read_cloud, write_limit
@@ -37,13 +38,14 @@ def fit_pose_bone(obj, pose_bone):
     cloud = read_cloud(pose_bone)
     if len(cloud) == 0:
         raise ValueError(f"{pose_bone.name}: no samples; sample an action first")
-    options = {"padding": settings.padding}
-    if settings.model == "euler_box":
-        mode = pose_bone.rotation_mode
-        options["order"] = mode if mode not in {"QUATERNION", "AXIS_ANGLE"} else "XYZ"
-    else:
-        options["mode"] = settings.mode
-        options["twist_axis"] = twist_axis(pose_bone)
+    mode = pose_bone.rotation_mode
+    available = {
+        "padding": settings.padding,
+        "mode": settings.mode,
+        "twist_axis": twist_axis(pose_bone),
+        "order": mode if mode not in {"QUATERNION", "AXIS_ANGLE"} else "XYZ",
+    }
+    options = {name: available[name] for name in model_class(settings.model).FIT_OPTIONS if name in available}
     frame_rotation = reference_frame_rotation(obj, pose_bone) if settings.reference == "FRAME" else None
     limit = JointLimit.fit(cloud, kind=settings.model, reference=settings.reference, frame_rotation=frame_rotation, **options)
     write_limit(pose_bone, limit)

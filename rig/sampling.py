@@ -69,13 +69,20 @@ def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=F
     return clouds, notes
 
 
-def store_clouds(obj, clouds, append=False, densify_angle=0.0):
-    """Write clouds onto the pose bones; returns ``{name: sample count}``."""
+def store_clouds(obj, clouds, append=False, densify_angle=0.0, min_spacing=0.0):
+    """Write clouds onto the pose bones; returns ``{name: sample count}``.
+
+    ``densify_angle > 0`` inserts slerp samples so consecutive samples are at most that far
+    apart (seed 000, Fig. 2); ``min_spacing > 0`` thins the cloud so no two kept samples are
+    closer than that (Holden's subsampling). Both in radians.
+    """
+    from ..limits.cloud import densify_slerp, subsample_rotations
+
     counts = {}
     for name, q in clouds.items():
         if densify_angle > 0:
-            from ..limits.cloud import densify_slerp
-
             q = densify_slerp(q, densify_angle)
+        if min_spacing > 0:
+            q = q[subsample_rotations(q, min_spacing)]
         counts[name] = write_cloud(obj.pose.bones[name], q, append=append)
     return counts

@@ -48,6 +48,21 @@ def test_densify_keeps_consecutive_samples_close(clean_file, addon):
     assert len(cloud) > 20 and gaps.max() <= np.radians(1.0) + 1e-5
 
 
+def test_min_spacing_thins_the_cloud(clean_file, addon):
+    obj, motion = _rig_and_motion(addon, 200)
+    addon.rig.humanoid.key_rotations(obj, motion, "A")
+    select_only(obj, ["lower"])
+    spacing = np.radians(5.0)
+    assert bpy.ops.pose.joint_limits_sample(min_spacing=spacing) == {"FINISHED"}
+    cloud = addon.rig.storage.read_cloud(obj.pose.bones["lower"])
+    q = addon.limits.quaternion
+    assert 10 < len(cloud) < 200
+    pair = q.quaternion_angle(cloud[:, None], cloud[None, :]) + np.eye(len(cloud)) * 10
+    assert pair.min() >= spacing - 1e-4, "kept samples are at least the spacing apart"
+    cover = q.quaternion_angle(motion[:, 2][:, None], cloud[None, :]).min(axis=1)
+    assert cover.max() < spacing + 1e-4, "every original sample is near a kept one"
+
+
 def test_evaluated_sampling_sees_constraints(clean_file, addon):
     obj, motion = _rig_and_motion(addon, 30)
     addon.rig.humanoid.key_rotations(obj, motion, "A")
