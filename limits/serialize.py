@@ -2,12 +2,15 @@
 """Limits as files and strings: JSON text and ``.npz`` archives, never pickle.
 
 A limit is the plain mapping of :meth:`JointLimit.to_dict`: JSON scalars plus numpy arrays.
-In JSON an array is written as ``{"__array__": [...], "shape": [...]}``; in ``.npz`` every
+In JSON a small array is written as ``{"__array__": [...], "shape": [...]}`` and a large one
+(grids, textures) as ``{"__base64__": "<little-endian float64 bytes>", "shape": [...]}``; in ``.npz`` every
 array is its own entry (``params/<name>`` etc.) beside a JSON ``header`` entry, and the file is
 read with ``allow_pickle=False``. Everything read goes through :meth:`JointLimit.from_dict`,
 which validates kinds, shapes and values.
 """
 
+import base64
+import binascii
 import io
 import json
 import zipfile
@@ -17,8 +20,15 @@ import numpy as np
 from .joint import JointLimit
 
 
+#: Arrays with more elements than this are stored as base64 in JSON.
+BASE64_THRESHOLD = 64
+
+
 def _encode(value):
     if isinstance(value, np.ndarray):
+        if value.size > BASE64_THRESHOLD:
+            raw = np.ascontiguousarray(value, dtype="<f8").tobytes()
+            return {"__base64__": base64.b64encode(raw).decode("ascii"), "shape": list(value.shape)}
         return {"__array__": value.ravel().tolist(), "shape": list(value.shape)}
     if isinstance(value, dict):
         return {k: _encode(v) for k, v in value.items()}
@@ -29,6 +39,15 @@ def _encode(value):
 
 def _decode(value):
     if isinstance(value, dict):
+        if "__base64__" in value:
+            shape = value.get("shape")
+            if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+                raise ValueError("malformed array in limit JSON: bad shape")
+            try:
+                raw = base64.b64decode(value["__base64__"], validate=True)
+                return np.frombuffer(raw, dtype="<f8").reshape(shape).copy()
+            except (TypeError, ValueError, binascii.Error) as err:
+                raise ValueError(f"malformed array in limit JSON: {err}") from None
         if "__array__" in value:
             data = value["__array__"]
             shape = value.get("shape")
