@@ -191,12 +191,13 @@ def _split(group):
 
 
 def _armatures(scene):
-    count = len(scene.objects)
-    if count != _state["scene_objects"]:
-        _state["scene_objects"] = count
-        _state["armatures"] = tuple(o.name for o in scene.objects if o.type == "ARMATURE")
+    """The scene's armature objects (the list is rebuilt when objects are added, removed or
+    renamed)."""
     objects = scene.objects
-    return [objects[name] for name in _state["armatures"] if name in objects]
+    if len(objects) != _state["scene_objects"] or any(name not in objects for name in _state["armatures"]):
+        _state["scene_objects"] = len(objects)
+        _state["armatures"] = tuple(o.name for o in objects if o.type == "ARMATURE")
+    return [objects[name] for name in _state["armatures"]]
 
 
 def enforce_scene(scene):

@@ -105,3 +105,18 @@ def test_polls_explain_why(clean_file, addon):
     bpy.ops.object.mode_set(mode="POSE")
     assert bpy.ops.pose.joint_limits_fit.poll()
     assert not bpy.ops.pose.joint_limits_bake.poll(), "no action: bake cannot run"
+
+
+def test_renamed_and_deleted_armatures_keep_enforcement_working(clean_file, addon):
+    obj = _two_limited_bones(addon)
+    limit_b = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    obj.name = "Renamed"
+    obj.pose.bones["b"].rotation_quaternion = OUTSIDE
+    bpy.context.scene.frame_set(2)
+    assert limit_b.violation(evaluated_local_rotation(obj, "b")) < 1e-3
+    other = chain_rig(("x",), name="Other")
+    bpy.data.objects.remove(other)
+    bpy.context.scene.frame_set(3)
+    assert not [m for m in addon.enforcement.messages() if "failed" in m]
