@@ -144,9 +144,14 @@ def enforce_object(obj):
     key = arrays.key()
     hit = rig.memo.get(key)
     if hit is None:
-        hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
         if len(rig.memo) > MEMO_SIZE:
             rig.memo.clear()
+        hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
+        if hit[1]:
+            # the pose we are about to write is our own result: when an update hands it back
+            # (depsgraph_update_post after our write), leave it alone, so influence and
+            # softening apply once instead of compounding.
+            rig.memo.setdefault(arrays.key(), (0, {}))
     moved, written = hit
     if written:
         arrays.write_values(written)

@@ -71,6 +71,21 @@ def test_influence_blends_the_correction(clean_file, addon):
     assert q.quaternion_angle(after, half) < 1e-3
 
 
+def test_influence_and_softening_apply_once_while_posing_interactively(clean_file, addon):
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    obj.animation_data.action = None
+    pb.joint_limit.influence = 0.5
+    bpy.context.scene.joint_limits.enforce_live = True
+    pb.rotation_quaternion = IMPOSSIBLE
+    for _ in range(4):  # later updates of the rig (redraws, selection, our own tag) hand our result back
+        obj.update_tag(refresh={"DATA"})
+        bpy.context.view_layer.update()
+    half = q.slerp(IMPOSSIBLE, limit.project(IMPOSSIBLE), 0.5)
+    assert q.quaternion_angle(np.array(pb.rotation_quaternion), half) < 1e-3
+
+
 def test_interactive_posing_is_limited_by_depsgraph_handler(clean_file, addon):
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
