@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Drawing one bone's limit settings; shared by the sidebar and the Bone Constraints tab."""
 
+from ..limits.model import model_class
 from ..rig.status import bone_status
 
 
@@ -11,9 +12,10 @@ def draw_limit_settings(layout, pose_bone):
     col = layout.column()
     col.active = settings.enabled
     col.prop(settings, "model")
-    if settings.model != "euler_box":
+    options = model_class(settings.model).FIT_OPTIONS
+    if "mode" in options:
         col.prop(settings, "mode")
-        if settings.mode == "SWING_TWIST":
+        if settings.mode == "SWING_TWIST" and "twist_axis" in options:
             col.prop(settings, "twist_axis")
     col.prop(settings, "reference")
     if settings.reference == "FRAME":
