@@ -29,13 +29,26 @@ _state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": ()}
 
 
 class _Group:
-    __slots__ = ("rows", "names", "limit", "influence")
+    """Bones whose limits are stacked into one model; ``members`` keeps each bone's own
+    ``(row, name, limit, influence)`` so a failing group can be split bone by bone."""
 
-    def __init__(self, rows, names, limit, influence):
+    __slots__ = ("rows", "names", "limit", "influence", "members")
+
+    def __init__(self, members):
+        rows, names, limits, influence = zip(*members)
+        self.members = members
         self.rows = np.asarray(rows, dtype=np.intp)
-        self.names = names
-        self.limit = limit
+        self.names = list(names)
         self.influence = np.asarray(influence, dtype=float)
+        self.limit = JointLimit.stack(limits)
+
+
+def _groups(members):
+    """One group for ``members`` if their limits stack, else one group per bone."""
+    try:
+        return [_Group(members)]
+    except Exception:  # noqa: BLE001 - models that cannot stack are limited one by one
+        return [_Group([m]) for m in members]
 
 
 class _CompiledRig:
@@ -96,14 +109,7 @@ def _compile(obj):
             continue
         key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence))
-    groups = []
-    for members in by_key.values():
-        rows, names, limits, influence = zip(*members)
-        try:
-            stacked = JointLimit.stack(limits)
-            groups.append(_Group(rows, list(names), stacked, influence))
-        except Exception:  # noqa: BLE001 - fall back to one group per bone
-            groups.extend(_Group([r], [n], JointLimit.stack([lim]), [inf]) for r, n, lim, inf in members)
+    groups = [group for members in by_key.values() for group in _groups(members)]
     return _CompiledRig(len(obj.pose.bones), groups)
 
 
@@ -167,7 +173,7 @@ def _limit_pose(obj, rig, arrays):
         except Exception as err:  # noqa: BLE001 - isolate the broken bone, keep the rest
             rig.groups.remove(group)
             if len(group.rows) > 1:
-                rig.groups.extend(_split(group))
+                rig.groups.extend(_Group([m]) for m in group.members)
                 return _limit_pose(obj, rig, arrays)
             report_once((obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})")
             continue
@@ -178,21 +184,6 @@ def _limit_pose(obj, rig, arrays):
         return 0, {}
     channels = arrays.set_local_quaternions(rows, np.concatenate(values))
     return len(rows), arrays.values(channels)
-
-
-def _split(group):
-    out = []
-    for i, (row, name) in enumerate(zip(group.rows, group.names)):
-        limit = group.limit
-        single = JointLimit(
-            type(limit.model)({k: v[i] for k, v in limit.model.params.items()}, limit.model.config),
-            limit.reference[i],
-            limit.centre[i],
-            limit.soft_radius[i],
-            limit.soft_falloff[i],
-        )
-        out.append(_Group([row], [name], JointLimit.stack([single]), group.influence[i : i + 1]))
-    return out
 
 
 def _armatures(scene):

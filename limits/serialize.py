@@ -19,7 +19,6 @@ import numpy as np
 
 from .joint import JointLimit
 
-
 #: Arrays with more elements than this are stored as base64 in JSON.
 BASE64_THRESHOLD = 64
 

@@ -5,6 +5,7 @@ import math
 
 import bpy
 import numpy as np
+import pytest
 from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, select_only
 
 OUTSIDE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
@@ -120,3 +121,46 @@ def test_renamed_and_deleted_armatures_keep_enforcement_working(clean_file, addo
     bpy.data.objects.remove(other)
     bpy.context.scene.frame_set(3)
     assert not [m for m in addon.enforcement.messages() if "failed" in m]
+
+
+def test_a_bone_whose_model_fails_at_run_time_is_split_off_and_reported_once(clean_file, addon):
+    """Two bones share one stacked model; one of them makes projection raise. The handler
+    splits the group, keeps limiting the healthy bone and reports the broken one once."""
+    model = addon.limits.model
+    joint = addon.limits.joint
+    q = addon.limits.quaternion
+
+    if "test_fragile" not in {k for k, *_ in model.model_kinds()}:
+
+        @model.register_model
+        class Fragile(model.LimitModel):
+            kind = "test_fragile"
+            PARAM_SHAPES = {"radius": (), "broken": ()}
+
+            @classmethod
+            def fit(cls, rotations, **options):
+                return cls({"radius": 0.3, "broken": 0.0})
+
+            def contains(self, rot):
+                return np.linalg.norm(q.exp_map_from_quaternion(rot), axis=-1) <= self.params["radius"] + 1e-9
+
+            def project(self, rot):
+                if np.any(self.params["broken"]):
+                    raise RuntimeError("this bone's model is broken")
+                v = q.exp_map_from_quaternion(rot)
+                n = np.linalg.norm(v, axis=-1, keepdims=True)
+                return q.quaternion_from_exp_map(v * np.minimum(1.0, self.params["radius"][..., None] / np.maximum(n, 1e-12)))
+
+    obj = chain_rig(("root", "a", "b"))
+    cls = model.model_class("test_fragile")
+    for name, broken in (("a", 1.0), ("b", 0.0)):
+        limit = joint.JointLimit(cls({"radius": 0.3, "broken": broken}))
+        addon.rig.storage.write_limit(obj.pose.bones[name], limit)
+        obj.pose.bones[name].rotation_quaternion = OUTSIDE
+    bpy.context.scene.joint_limits.enforce_live = True
+    for frame in (1, 2, 3):
+        bpy.context.scene.frame_set(frame)
+    b = evaluated_local_rotation(obj, "b")
+    assert np.linalg.norm(q.exp_map_from_quaternion(b)) == pytest.approx(0.3, abs=1e-4)
+    msgs = [m for m in addon.enforcement.messages() if "broken" in m]
+    assert len(msgs) == 1 and "'a'" in msgs[0]
