@@ -5,6 +5,7 @@ Blender 4.4 introduced slotted (layered) actions and 5.0 removed ``Action.fcurve
 layouts are handled here so the rest of the add-on only sees F-curves.
 """
 
+import bpy
 import numpy as np
 
 from ..limits.quaternion import (
@@ -63,7 +64,7 @@ def bone_rotation_curves(obj, action):
         if not path.startswith('pose.bones["'):
             continue
         name, _, prop = path[len('pose.bones["') :].partition('"].')
-        name = name.replace('\\"', '"')
+        name = bpy.utils.unescape_identifier(name)
         if prop in {"rotation_quaternion", "rotation_euler", "rotation_axis_angle"}:
             out.setdefault(name, {}).setdefault(prop, {})[fc.array_index] = fc
     return out
@@ -130,8 +131,6 @@ def action_frames(action, start=None, end=None):
 def new_action(obj, name):
     """A new empty action assigned nowhere, with a slot for ``obj`` where slots exist.
     Returns ``(action, channel_container)`` where the container has ``fcurves.new``."""
-    import bpy
-
     action = bpy.data.actions.new(name)
     if is_slotted(action) and hasattr(action.slots, "new"):
         slot = action.slots.new(id_type="OBJECT", name=obj.name)
@@ -165,6 +164,11 @@ def write_curve(container, data_path, index, frames, values, group=None):
     fc.keyframe_points.foreach_set("interpolation", np.full(n, 1, dtype=np.int32))  # LINEAR
     fc.update()
     return fc
+
+
+def bone_path(name):
+    """RNA path prefix of a pose bone, with Blender's escaping (names may hold quotes)."""
+    return f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
 
 
 def rotation_channel_values(mode, q):

@@ -4,7 +4,7 @@
 import numpy as np
 
 from ..limits.quaternion import slerp
-from .actions import new_action, rotation_channel_values, write_curve
+from .actions import bone_path, new_action, rotation_channel_values, write_curve
 from .evaluate import evaluated_local_transforms
 from .sampling import temporarily_assigned
 from .storage import read_limit
@@ -44,7 +44,7 @@ def bake_action(obj, scene, action, frames, bone_names=None, name=None, progress
     frames = np.asarray(frames, dtype=float)
     for b, pb in enumerate(obj.pose.bones):
         group = pb.name
-        path = f'pose.bones["{pb.name}"]'
+        path = bone_path(pb.name)
         channel, values = rotation_channel_values(pb.rotation_mode, rot[:, b])
         for i in range(3):
             write_curve(container, f"{path}.location", i, frames, loc[:, b, i], group)

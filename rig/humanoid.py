@@ -6,7 +6,7 @@ import bpy
 import numpy as np
 from mathutils import Quaternion
 
-from .actions import assign_action, new_action, rotation_channel_values, write_curve
+from .actions import assign_action, bone_path, new_action, rotation_channel_values, write_curve
 
 
 def build_armature(skeleton, name="Humanoid", scene=None, modes=None):
@@ -48,7 +48,7 @@ def key_rotations(obj, rotations, name="Motion", frame_start=1, assign=True):
     for b, pb in enumerate(obj.pose.bones):
         channel, values = rotation_channel_values(pb.rotation_mode, rotations[:, b])
         for i in range(values.shape[1]):
-            write_curve(container, f'pose.bones["{pb.name}"].{channel}', i, frames, values[:, i], pb.name)
+            write_curve(container, f"{bone_path(pb.name)}.{channel}", i, frames, values[:, i], pb.name)
     if assign:
         assign_action(obj, action)
     else:

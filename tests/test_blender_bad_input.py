@@ -164,3 +164,17 @@ def test_a_bone_whose_model_fails_at_run_time_is_split_off_and_reported_once(cle
     assert np.linalg.norm(q.exp_map_from_quaternion(b)) == pytest.approx(0.3, abs=1e-4)
     msgs = [m for m in addon.enforcement.messages() if "broken" in m]
     assert len(msgs) == 1 and "'a'" in msgs[0]
+
+
+def test_bone_names_with_quotes_sample_and_bake(clean_file, addon):
+    q = addon.limits.quaternion
+    obj = chain_rig(("root", 'arm "left"'))
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (30, 2, 1))
+    motion[:, 1] = cone_motion(q, 30)
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ['arm "left"'])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_bake() == {"FINISHED"}
+    keyed, ok = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["ROM_limited"], ['arm "left"'], np.arange(1, 31))
+    assert ok.all() and q.quaternion_angle(keyed[:, 0], motion[:, 1]).max() < 1e-4
