@@ -37,6 +37,21 @@ def _object(name, mesh, coll):
     return obj
 
 
+def _instance_dots(cloud_obj, coll, radius):
+    """Loose vertices are invisible in Object Mode: instance a small sphere on each one."""
+    name = cloud_obj.name + " dot"
+    bm = bmesh.new()
+    bmesh.ops.create_icosphere(bm, subdivisions=1, radius=radius)
+    mesh = bpy.data.meshes.new(name)
+    bm.to_mesh(mesh)
+    bm.free()
+    dot = _object(name, mesh, coll)
+    dot.parent = cloud_obj
+    dot.location = (0.0, 0.0, 0.0)
+    cloud_obj.instance_type = "VERTS"
+    return dot
+
+
 def bone_rotation_points(pose_bone):
     """``(cloud_points (N, 3), boundary_vertices (V, 3), boundary_faces)`` in exp-map space
     (radians) relative to the limit's reference (or the rest pose when not fitted)."""
@@ -71,6 +86,7 @@ def show_bone(obj, pose_bone, scene, offset=None):
     cloud_mesh.from_pydata((points * scale).tolist(), [], [])
     cloud_obj = _object(base + " cloud", cloud_mesh, coll)
     cloud_obj.location = offset
+    _instance_dots(cloud_obj, coll, radius=0.02 * scale)
     shape_obj = None
     if len(verts):
         shape_mesh = bpy.data.meshes.new(base + " limit")

@@ -215,6 +215,10 @@ def test_show_cloud_creates_point_object_beside_the_rig(clean_file, addon):
     cloud = bpy.data.objects["JL Rig lower cloud"]
     shape = bpy.data.objects["JL Rig lower limit"]
     assert len(cloud.data.vertices) == 240
+    assert cloud.instance_type == "VERTS" and bpy.data.objects["JL Rig lower cloud dot"].parent == cloud
+    bpy.context.view_layer.update()
+    instances = [i for i in bpy.context.evaluated_depsgraph_get().object_instances if i.is_instance and i.parent and i.parent.original == cloud]
+    assert len(instances) == 240, "a visible dot on every sample"
     assert len(shape.data.polygons) > 100
     assert cloud.location.x > 0.5
     # every sample lies inside (or on) the drawn boundary's extent
