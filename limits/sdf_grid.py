@@ -1,0 +1,830 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The signed-distance-field limit of Engell-Norregard, Niebe and Erleben (seed 000).
+
+The allowed region is a set in a three-dimensional parameter space: the rotations within a
+*tube* of radius ``tube`` (radians, in that space) of the densified motion samples, plus every
+pocket the tube encloses. It is stored as a signed distance ``phi`` sampled on a regular grid:
+``phi < 0`` inside, ``phi > 0`` outside, ``phi = 0`` on the region's boundary.
+
+Spaces (``config["space"]``)
+----------------------------
+``"EXP_MAP"`` (default)
+    Scaled angle-axis vector of the reference-relative rotation (radians). The reference pose
+    is the data's mean, so the data sit around the origin, where the exp map is locally an
+    isometry: parameter distance equals the geodesic angle to first order, and within a turn
+    of ``theta`` it stretches distances by at most ``(theta / 2) / sin(theta / 2)`` (1.57 at a
+    half turn). The tube is therefore a nearly uniform band of rotations and the projection is
+    close to the geodesically nearest allowed rotation.
+``"ZYZ"``
+    Seed 000's proper Z-Y-Z Euler angles ``(a, b, c)`` (:func:`~.quaternion.zyz_from_quaternion`),
+    ``a`` and ``c`` periodic. Kept for comparison. Its chart is singular at ``b = 0`` and
+    ``b = pi``, and ``b = 0`` is the reference pose itself, i.e. the middle of the data: there
+    a tiny rotation moves ``a`` and ``c`` by up to ``pi`` in opposite directions, so the tube is
+    far too thin in some directions and far too wide in others, and densified tracks cannot be
+    made continuous. ``bench/bench_sdf_grid.py`` measures the difference (parameter distance
+    over geodesic angle, and the geodesic error of projections); this is why ``EXP_MAP`` is the
+    default.
+
+    The periodic axes have no seam: each is read on the circle. The grid window along ``a``
+    (``c``) is the smallest arc holding the data (the complement of the largest gap between
+    sorted angles) grown by the margin, and a query angle is taken on the turn that puts it in
+    the window, or nearest to it. When the grown arc covers the whole circle the axis is
+    *closed*: ``n`` nodes spaced ``2 pi / n`` around it, with wrap-around lookups, distance
+    transform, flood fill and gradients.
+
+Building (:meth:`SdfGridLimit.fit`)
+-----------------------------------
+1. Grid layout. Per axis the data's range grown by a margin of ``tube + 1.5`` spacings on both
+   sides, ``n = resolution`` nodes (``n`` = 8..128, the same on every axis; spacings differ
+   per axis). ``tube = epsilon + padding``, but at least ``1.15`` times the largest spacing:
+   a densified track then lights a 6-connected chain of nodes (a point on a segment between
+   samples at most ``h / 2`` apart is within ``h / 4`` of a sample; every point has all
+   corners of its Voronoi face or vertex within ``sqrt(3) h / 2``; ``1 / 4 + sqrt(3) / 2 <
+   1.15``).
+2. Densification (seed 000, section 3.2 and Fig. 2): :func:`~.cloud.densify_slerp` with an
+   angle that keeps consecutive samples at most half the smallest spacing apart in exp-map
+   space, then adaptive rounds that subdivide (slerp) just the pairs still too far apart in
+   the parameter space (needed near the ZYZ poles; at most :data:`REFINE_ROUNDS` rounds and
+   :data:`MAX_STEPS` pieces per pair, so a track through a pole stays broken there). Clips
+   given by ``segments`` are bridged (last frame to first frame of the next clip) as in the
+   paper unless ``bridge=False``.
+3. Unsigned distance ``d`` to the samples without a nodes x samples search: every sample seeds
+   its nearest node (each seeded node keeps the sample nearest to it, ``rep``), an exact
+   separable Euclidean distance transform (:mod:`.distance_transform`) gives every node its
+   nearest seeded node, and ``d_hat(x) = min |x - rep(s)|`` over the nearest seeds of ``x``
+   and of its six neighbours. Error bound: with ``r`` the largest distance from a sample to its
+   seed node (at most half a cell diagonal), ``d <= d_hat <= d + 2 r``: ``d_hat`` is a distance
+   to a real sample, and the seed of the true nearest sample is within ``d + r`` of ``x`` so the
+   nearest seed is too, and its ``rep`` within another ``r``. ``fit_report["distance_error_bound"]``
+   holds ``2 r``; the bound is tested against brute force. In practice the error is a small
+   fraction of a spacing (the representative is the sample closest to the node).
+4. Sign (section 3.3): nodes with ``d_hat > tube`` that are connected (6-neighbours, wrapping on
+   closed axes) to the grid's border are outside; every other node is inside (the tube plus the
+   pockets it encloses). The number of connected inside components is stored in the parameter
+   ``components`` (1 for a well sampled joint; more means islands the densification could not
+   join, e.g. separate clips with ``bridge=False``).
+5. Signed distance. Outside nodes: ``phi = d_hat - tube``, the distance to the union of tube
+   balls, which is the region's boundary seen from outside (pockets are enclosed by the tube).
+   Inside nodes: ``phi = -min_y (|x - y| - phi(y))`` over the nearest outside nodes ``y`` of ``x``
+   and of its six neighbours (a second exact distance transform, seeded by the outside nodes):
+   the ball of radius ``phi(y)`` around an outside node is free of the region, so each term
+   bounds the depth of ``x`` from above and the minimum is tight when some ``y`` lies near the
+   normal through ``x``. Zero level: the tube's outer surface with the pockets filled.
+
+Cost: two distance transforms and two component labellings, all ``O(nodes)`` numpy passes (a
+loop over the ``n`` positions of a grid line, vectorized over lines), plus ``O(samples)`` for
+seeding; no Python loop over nodes or samples.
+
+Queries
+-------
+``contains``: trilinear ``phi <= tolerance`` (eq. 5 of the paper with its epsilon folded into
+``phi``; the default tolerance :data:`CONTAINS_TOLERANCE` only absorbs rounding). Points
+outside the grid box (on non-closed axes) are outside.
+
+``project``: rotations with ``phi <= tolerance`` are returned unchanged. Others are clamped
+into the grid box, then moved twice by ``p <- p - phi(p) g / |g|`` (eqs. 6 and 7: ``g`` is the
+trilinear interpolation of the nodes' central-difference gradients; for an exact distance
+field ``|g| = 1`` and this is the paper's step, normalizing it only matters near ridges where
+averaged gradients shrink). Rotations whose ``phi`` is still above ``tolerance / 2`` (corners
+of the field, ridges) get at most :data:`EXTRA_STEPS` more such steps aimed slightly inside,
+and the few left after that are bisected on the segment to their nearest inside node (found
+by a distance transform of the inside nodes, computed once per model when first needed), so
+every result has ``phi <= tolerance / 2``: it counts as inside, and projecting it again
+returns it unchanged. Constant time per rotation; no search over samples.
+
+Parameters (``params``)
+-----------------------
+``phi (n, n, n)``        signed distance at the nodes, radians of the parameter space
+``lower (3,)``           position of node ``(0, 0, 0)``
+``spacing (3,)``         node spacing per axis
+``closed (3,)``          1.0 on axes that wrap around (ZYZ ``a``/``c`` covering the circle), else 0.0
+``tube ()``              tube radius used (radians)
+``components ()``        number of connected inside components found when fitting
+
+``config``: ``space`` and ``resolution``. Models stack when both agree (the group key).
+Memory: ``8 n^3`` bytes of grid per joint (:attr:`SdfGridLimit.memory_bytes`; 262 kB at
+``n = 32``); a projection caches a table of ``phi`` and its gradient (4 times that) and, if the
+fallback is ever needed, the nearest inside node of every node.
+"""
+
+import numpy as np
+
+from .cloud import _segment_starts, densify_slerp
+from .constants import IDENTITY_QUATERNION
+from .distance_transform import distance_transform, label_components
+from .model import LimitModel, register_model
+from .quaternion import (
+    as_quaternions,
+    check_finite,
+    exp_map_from_quaternion,
+    quaternion_from_exp_map,
+    quaternion_from_zyz,
+    slerp,
+    zyz_from_quaternion,
+)
+from .shape_limit import check_padding
+
+#: The parameter spaces, default first.
+SPACES = ("EXP_MAP", "ZYZ")
+
+#: Allowed grid resolutions (nodes per axis).
+MIN_RESOLUTION, MAX_RESOLUTION = 8, 128
+
+#: Default tolerance of :meth:`SdfGridLimit.contains` (radians of the parameter space).
+CONTAINS_TOLERANCE = 1e-9
+
+#: The tube is at least this many times the largest spacing (see the module docstring).
+TUBE_FLOOR = 1.15
+
+#: Spacings between the tube's extent and the grid's border.
+BORDER_SPACINGS = 1.5
+
+#: Sweeps in which every node tries its neighbours' nearest samples (distance refinement).
+PROPAGATION_SWEEPS = 2
+
+#: Adaptive densification: rounds, and most pieces a pair of samples is cut into per round.
+REFINE_ROUNDS = 4
+MAX_STEPS = 256
+
+#: Projection: further gradient steps for rotations the two paper steps leave outside, and
+#: bisection steps of the last-resort fallback.
+EXTRA_STEPS = 4
+BISECTION_STEPS = 40
+
+#: Rows per batch of a large projection (keeps temporaries in the CPU cache).
+CHUNK_ROWS = 32768
+
+TWO_PI = 2.0 * np.pi
+
+#: Axes that are angles with period 2 pi, per space.
+_WRAP = {"EXP_MAP": np.zeros(3, dtype=bool), "ZYZ": np.array([True, False, True])}
+
+#: The 8 cell corners as offsets (di, dj, dk).
+_CORNERS = [(di, dj, dk) for di in (0, 1) for dj in (0, 1) for dk in (0, 1)]
+
+
+# -- spaces -----------------------------------------------------------------------------------------
+def coordinates_from_quaternion(q, space):
+    """Parameter-space points ``(..., 3)`` of unit quaternions ``q (..., 4)`` (radians)."""
+    if space == "EXP_MAP":
+        return exp_map_from_quaternion(q)
+    return zyz_from_quaternion(q)
+
+
+def quaternion_from_coordinates(p, space):
+    """Unit quaternions ``(..., 4)`` of parameter-space points ``p (..., 3)``."""
+    if space == "EXP_MAP":
+        return quaternion_from_exp_map(p)
+    return quaternion_from_zyz(p)
+
+
+def _check_space(space):
+    if space not in SPACES:
+        raise ValueError(f"space must be one of {SPACES}, got {space!r}")
+    return space
+
+
+def _check_resolution(resolution):
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)):
+        if isinstance(resolution, float) and resolution.is_integer():
+            resolution = int(resolution)
+        else:
+            raise ValueError(f"resolution must be an integer number of nodes per axis, got {resolution!r}")
+    resolution = int(resolution)
+    if not MIN_RESOLUTION <= resolution <= MAX_RESOLUTION:
+        raise ValueError(f"resolution must be between {MIN_RESOLUTION} and {MAX_RESOLUTION} nodes per axis, got {resolution}")
+    return resolution
+
+
+def _check_epsilon(epsilon):
+    try:
+        epsilon = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"epsilon must be a positive number of radians, got {epsilon!r}") from None
+    if not np.isfinite(epsilon) or epsilon <= 0.0:
+        raise ValueError(f"epsilon must be a positive number of radians, got {epsilon!r}")
+    return epsilon
+
+
+def _circular_arc(angles):
+    """``(start, length)`` of the smallest arc holding all ``angles (N,)`` (radians)."""
+    a = np.sort(np.mod(angles, TWO_PI))
+    gaps = np.diff(np.append(a, a[0] + TWO_PI))
+    widest = int(np.argmax(gaps))
+    start = a[(widest + 1) % len(a)]
+    return float(start), float(TWO_PI - gaps[widest])
+
+
+# -- grid layout --------------------------------------------------------------------------------------
+def _layout(points, space, n, tube0):
+    """Grid ``lower (3,)``, ``spacing (3,)``, ``closed (3,) bool`` and ``tube`` for ``points (N, 3)``.
+
+    Solves ``h = (extent + 2 margin) / (n - 1)`` with ``margin = tube + 1.5 h`` and
+    ``tube = max(tube0, 1.15 max(h))`` in closed form.
+    """
+    wrap = _WRAP[space]
+    start = points.min(axis=0)
+    extent = points.max(axis=0) - start
+    for axis in np.flatnonzero(wrap):
+        start[axis], extent[axis] = _circular_arc(points[:, axis])
+    usable = n - 1 - 2.0 * BORDER_SPACINGS
+    closed = np.zeros(3, dtype=bool)
+    for _ in range(3):  # closing an axis can only grow the tube: at most two changes
+        h_closed = TWO_PI / n
+        open_max = extent[~closed].max() if (~closed).any() else 0.0
+        # tube >= floor * h for open axes: tube >= floor (E + 2 tube) / usable.
+        tube = max(tube0, TUBE_FLOOR * open_max / (usable - 2.0 * TUBE_FLOOR))
+        if closed.any():
+            tube = max(tube, TUBE_FLOOR * h_closed)
+        spacing = (extent + 2.0 * tube) / usable
+        spacing = np.where(closed, h_closed, spacing)
+        grown = extent + 2.0 * (tube + BORDER_SPACINGS * spacing)
+        newly = wrap & ~closed & (grown >= TWO_PI - 1e-9)
+        if not newly.any():
+            break
+        closed |= newly
+    margin = tube + BORDER_SPACINGS * spacing
+    lower = np.where(closed, start, start - margin)
+    return lower, spacing, closed, float(tube)
+
+
+def _to_window(p, lower, spacing, closed, n, wrap):
+    """Angles on the periodic axes of ``p (R, 3)`` moved by whole turns into (or nearest to) each
+    row's grid window; ``lower``/``spacing``/``closed`` broadcast against ``p``."""
+    if not wrap.any():
+        return p
+    p = p.copy()
+    for axis in np.flatnonzero(wrap):
+        lo = lower[..., axis]
+        x = lo + np.mod(p[..., axis] - lo, TWO_PI)
+        upper = lo + (n - 1) * spacing[..., axis]
+        below = (x > upper) & (lo + TWO_PI - x < x - upper) & (closed[..., axis] == 0)
+        p[..., axis] = np.where(below, x - TWO_PI, x)
+    return p
+
+
+# -- densification -------------------------------------------------------------------------------------
+def _gaps(p, space):
+    """Parameter distance between consecutive rows of ``p (N, 3)``, periodic axes the short way."""
+    d = np.diff(p, axis=0)
+    wrap = _WRAP[space]
+    if wrap.any():
+        d[:, wrap] -= TWO_PI * np.round(d[:, wrap] / TWO_PI)
+    return np.sqrt(np.sum(d * d, axis=1))
+
+
+def _subdivide(q, steps):
+    """Slerp ``steps[i] - 1`` evenly spaced rotations between ``q[i]`` and ``q[i + 1]``."""
+    n = len(q)
+    total = int(steps.sum())
+    seg = np.repeat(np.arange(n - 1), steps)
+    j = np.arange(total) - np.repeat(np.cumsum(steps) - steps, steps)
+    out = np.empty((total + 1, 4))
+    original = j == 0
+    out[:-1][original] = q[:-1]
+    inner = ~original
+    out[:-1][inner] = slerp(q[seg[inner]], q[seg[inner] + 1], j[inner] / steps[seg[inner]])
+    out[-1] = q[-1]
+    return out, original
+
+
+def _densify(q, space, target, segments, bridge):
+    """Samples ``(M, 4)`` with consecutive parameter distances at most ``target`` (see module
+    docstring, step 2), and the ``(M - 1,)`` mask of pairs that are unbridged clip boundaries."""
+    n = len(q)
+    starts = None if segments is None else _segment_starts(segments, n)
+    if n < 2:
+        return q.copy(), np.zeros(0, dtype=bool)
+    if space == "EXP_MAP":
+        # exp map stretches distances by at most (theta / 2) / sin(theta / 2) at angle theta.
+        theta = min(float(np.max(np.linalg.norm(exp_map_from_quaternion(q), axis=-1))) + target, 1.9 * np.pi)
+        stretch = (0.5 * theta) / np.sin(0.5 * theta) if theta > 1e-6 else 1.0
+    else:
+        stretch = 1.0
+    samples, position = densify_slerp(q, target / stretch, segments=segments, bridge=bridge, return_index=True)
+    boundary = np.zeros(len(samples) - 1, dtype=bool)
+    if starts is not None and not bridge:
+        whole = position == np.round(position)
+        boundary = whole[1:] & starts[np.round(position[1:]).astype(np.int64)] & (position[1:] - position[:-1] == 1.0)
+    for _ in range(REFINE_ROUNDS):
+        gaps = _gaps(coordinates_from_quaternion(samples, space), space)
+        bad = (gaps > target) & ~boundary
+        if not bad.any():
+            break
+        steps = np.ones(len(gaps), dtype=np.int64)
+        steps[bad] = np.minimum(np.ceil(gaps[bad] / target * 1.01), MAX_STEPS).astype(np.int64)
+        samples, _ = _subdivide(samples, steps)
+        boundary = np.repeat(boundary, steps)
+    return samples, boundary
+
+
+# -- building the field ----------------------------------------------------------------------------------
+def _node_positions(shape, lower, spacing):
+    """``(I, J, K, 3)`` positions of the grid nodes."""
+    axes = [lower[a] + spacing[a] * np.arange(shape[a]) for a in range(3)]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+
+
+def _difference(a, b, closed):
+    """``a - b`` for points ``(..., 3)``, closed axes the short way round."""
+    d = a - b
+    if np.any(closed):
+        d = d - np.where(closed, TWO_PI * np.round(d / TWO_PI), 0.0)
+    return d
+
+
+def _neighbour_candidates(nearest, closed):
+    """``(7, I, J, K)``: ``nearest`` at each node and at its six neighbours (edge nodes repeat
+    themselves on open axes, wrap on closed ones)."""
+    out = [nearest]
+    for axis in range(3):
+        for shift in (1, -1):
+            rolled = np.roll(nearest, shift, axis=axis)
+            if not closed[axis]:
+                edge = [slice(None)] * 3
+                edge[axis] = 0 if shift == 1 else -1
+                rolled[tuple(edge)] = nearest[tuple(edge)]
+            out.append(rolled)
+    return np.stack(out)
+
+
+def _closer(nodes, candidates, closed, d2, best):
+    """Where ``candidates (R, 3)`` are nearer to ``nodes (R, 3)`` than ``d2`` says, take them
+    (updates ``d2 (R,)`` and ``best (R, 3)`` in place)."""
+    diff = _difference(nodes, candidates, closed)
+    dist2 = np.sum(diff * diff, axis=1)
+    better = dist2 < d2
+    d2[better] = dist2[better]
+    best[better] = candidates[better]
+
+
+def _build(points, lower, spacing, closed, n, tube):
+    """Signed distance ``phi (n, n, n)``, inside component count and the distance error bound."""
+    shape = (n, n, n)
+    u = (points - lower) / spacing
+    cell = np.rint(u).astype(np.int64)
+    cell = np.where(closed, np.mod(cell, n), np.clip(cell, 0, n - 1))
+    seed = np.ravel_multi_index(tuple(cell.T), shape)
+    nodes = _node_positions(shape, lower, spacing).reshape(-1, 3)
+    offset = _difference(points, nodes[seed], closed)
+    dist2 = np.sum(offset * offset, axis=1)
+    error_bound = 2.0 * float(np.sqrt(dist2.max()))
+    # Representatives of each seeded node: the sample nearest the node, then the samples with
+    # the smallest and largest coordinate along each axis (the best ones for far queries).
+    seeded_nodes, compact = np.unique(seed, return_inverse=True)
+    slot = np.full(n**3, -1, dtype=np.intp)
+    slot[seeded_nodes] = np.arange(len(seeded_nodes))
+    reps = np.empty((7, len(seeded_nodes), 3))
+    for r, key in enumerate((dist2, offset[:, 0], offset[:, 1], offset[:, 2])):
+        order = np.lexsort((key, compact))
+        grouped = compact[order]
+        firsts = order[np.r_[True, grouped[1:] != grouped[:-1]]]
+        reps[2 * r - 1 if r else 0] = points[firsts]
+        if r:
+            lasts = order[np.r_[grouped[1:] != grouped[:-1], True]]
+            reps[2 * r] = points[lasts]
+    seeded = slot >= 0
+
+    _, nearest = distance_transform(seeded.reshape(shape), spacing, closed)
+    cands = slot[_neighbour_candidates(nearest, closed).reshape(7, -1)]
+    d2 = np.full(n**3, np.inf)
+    best = np.empty((n**3, 3))
+    for c in cands:
+        _closer(nodes, reps[0, c], closed, d2, best)
+    # Near the zero level (where phi must be accurate) also try the other representatives.
+    band = np.flatnonzero(d2 <= (tube + 3.0 * float(spacing.max())) ** 2)
+    band_nodes = nodes[band]
+    band_d2, band_best = d2[band], best[band]
+    for c in cands[:, band]:
+        for r in range(1, 7):
+            _closer(band_nodes, reps[r, c], closed, band_d2, band_best)
+    d2[band], best[band] = band_d2, band_best
+    # Then let neighbours share their nearest samples (vector propagation, a few sweeps).
+    grid_best = best.reshape(shape + (3,))
+    for _ in range(PROPAGATION_SWEEPS):
+        for axis in range(3):
+            for shift in (1, -1):
+                other = np.roll(grid_best, shift, axis=axis).reshape(-1, 3)
+                _closer(nodes, other, closed, d2, best)
+    d_hat = np.sqrt(d2)
+
+    free = (d_hat > tube).reshape(shape)
+    labels, _ = label_components(free, closed)
+    border = np.zeros(shape, dtype=bool)
+    for axis in range(3):
+        if not closed[axis]:
+            edge = [slice(None)] * 3
+            for end in (0, -1):
+                edge[axis] = end
+                border[tuple(edge)] = True
+    touching = np.unique(labels[border & free])
+    outside = np.isin(labels, touching) & free
+    if not outside.any():  # cannot happen with the margin; keep a sane field anyway
+        phi = (d_hat - tube).reshape(shape)
+        _, count = label_components(~free, closed)
+        return phi, count, error_bound
+    outside = outside.ravel()
+    phi = np.where(outside, d_hat - tube, 0.0)
+    inside = ~outside
+    _, near_out = distance_transform(outside.reshape(shape), spacing, closed)
+    # depth(x) = min_y |x - y| - phi(y) over candidate outside nodes y: the nearest outside
+    # nodes of x and of its neighbours, then neighbours' best y (a few propagation sweeps).
+    depth = np.full(n**3, np.inf)
+    best = np.zeros(n**3, dtype=np.intp)
+    candidates = _neighbour_candidates(near_out, closed).reshape(7, -1)
+    for sweep in range(PROPAGATION_SWEEPS + 1):
+        if sweep:
+            candidates = _neighbour_candidates(best.reshape(shape), closed)[1:].reshape(6, -1)
+        for c in candidates:
+            diff = _difference(nodes, nodes[c], closed)
+            value = np.sqrt(np.sum(diff * diff, axis=1)) - phi[c]
+            better = value < depth
+            depth[better] = value[better]
+            best[better] = c[better]
+    phi[inside] = -np.maximum(depth[inside], 0.0)
+    _, count = label_components(inside.reshape(shape), closed)
+    return phi.reshape(shape), count, error_bound
+
+
+# -- the model ---------------------------------------------------------------------------------------------
+@register_model
+class SdfGridLimit(LimitModel):
+    """Signed distance field on a grid in exp-map (or ZYZ) space; see the module docstring."""
+
+    kind = "sdf_grid"
+    label = "SDF Grid"
+    description = "Signed distance field around the sampled motion (tube plus enclosed pockets); tight and non-convex"
+    ui_order = 60
+    PARAM_SHAPES = {
+        "phi": (None, None, None),
+        "lower": (3,),
+        "spacing": (3,),
+        "closed": (3,),
+        "tube": (),
+        "components": (),
+    }
+    FIT_OPTIONS = ("padding",)
+
+    def __init__(self, params, config=None):
+        super().__init__(params, config)
+        self._table = None
+        self._phi_flat = None
+        self._inner = {}
+        #: Facts about the fit (not stored): sample counts, timings, error bound.
+        self.fit_report = {}
+
+    # -- fitting --------------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, rotations, padding=0.05, resolution=32, space="EXP_MAP", epsilon=0.2, segments=None, bridge=True, densify=True):
+        """Build the signed distance grid of a rotation cloud.
+
+        Parameters
+        ----------
+        rotations : (N, 4) array
+            Time-ordered unit quaternions ``(w, x, y, z)`` relative to the reference pose, cover
+            already chosen (e.g. unrolled).
+        padding : float
+            Radians added to ``epsilon`` (the project-wide "room around the data" setting; at
+            least :data:`~.shape_limit.MIN_PADDING`).
+        resolution : int
+            Grid nodes per axis, 8..128.
+        space : {"EXP_MAP", "ZYZ"}
+        epsilon : float
+            Seed 000's threshold: radius (radians of the space) of the tube around the samples,
+            > 0. The tube used is ``epsilon + padding``, at least 1.15 grid spacings.
+        segments : array_like, optional
+            Clip starts (bool mask ``(N,)`` or start indices), as for :func:`~.cloud.densify_slerp`.
+        bridge : bool
+            Interpolate from each clip's last frame to the next clip's first (seed 000).
+        densify : bool
+            Densify the track (seed 000, section 3.2); ``False`` uses the samples as they are
+            (for point clouds that are not tracks, and to see islands).
+
+        Returns
+        -------
+        SdfGridLimit
+            With ``fit_report`` (a dict: ``samples``, ``densified``, ``components``, ``tube``,
+            ``distance_error_bound``).
+        """
+        q = as_quaternions(rotations, "rotation cloud")
+        if q.ndim != 2 or len(q) == 0:
+            raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
+        check_finite(q, "rotation cloud")
+        norms = np.linalg.norm(q, axis=-1)
+        if np.any(norms < 1e-6):
+            raise ValueError("the rotation cloud contains zero quaternions")
+        q = q / norms[:, None]
+        space = _check_space(space)
+        n = _check_resolution(resolution)
+        tube0 = _check_epsilon(epsilon) + check_padding(padding)
+        wrap = _WRAP[space]
+
+        points = coordinates_from_quaternion(q, space)
+        lower, spacing, closed, tube = _layout(points, space, n, tube0)
+        samples = q
+        if densify:
+            for _ in range(2):  # the layout of the densified track can differ a little
+                samples, _ = _densify(q, space, 0.5 * float(spacing.min()), segments, bridge)
+                points = coordinates_from_quaternion(samples, space)
+                new = _layout(points, space, n, tube0)
+                stable = np.all(new[1] >= spacing) and np.array_equal(new[2], closed)
+                lower, spacing, closed, tube = new
+                if stable:
+                    break
+        points = _to_window(points, lower, spacing, closed.astype(float), n, wrap)
+        phi, count, error_bound = _build(points, lower, spacing, closed, n, tube)
+        params = {
+            "phi": phi,
+            "lower": lower,
+            "spacing": spacing,
+            "closed": closed.astype(float),
+            "tube": np.array(tube),
+            "components": np.array(float(count)),
+        }
+        model = cls(params, {"space": space, "resolution": n})
+        model.fit_report = {
+            "samples": len(q),
+            "densified": len(samples),
+            "components": count,
+            "tube": tube,
+            "distance_error_bound": error_bound,
+        }
+        return model
+
+    # -- plain data --------------------------------------------------------------------------------
+    def validate(self):
+        space = self.config.get("space")
+        if space not in SPACES:
+            raise ValueError(f"{self.kind} limit: config 'space' must be one of {SPACES}, got {space!r}")
+        n = _check_resolution(self.config.get("resolution"))
+        extra = set(self.config) - {"space", "resolution"}
+        if extra:
+            raise ValueError(f"{self.kind} limit: unknown config entries {sorted(extra)}")
+        if self.params["phi"].shape[-3:] != (n, n, n):
+            raise ValueError(f"{self.kind} limit: 'phi' must have shape {(n, n, n)}, got {self.params['phi'].shape}")
+        if np.any(self.params["spacing"] <= 0):
+            raise ValueError(f"{self.kind} limit: 'spacing' must be positive")
+        closed = self.params["closed"]
+        if np.any((closed != 0.0) & (closed != 1.0)):
+            raise ValueError(f"{self.kind} limit: 'closed' must hold 0 or 1 per axis")
+        if np.any(closed[..., ~_WRAP[space]] != 0.0):
+            raise ValueError(f"{self.kind} limit: only the periodic ZYZ axes (a, c) can be closed")
+        ring = np.where(closed == 1.0, self.params["spacing"] * n, TWO_PI)
+        if not np.allclose(ring, TWO_PI, rtol=1e-9, atol=1e-9):
+            raise ValueError(f"{self.kind} limit: a closed axis must have spacing 2 pi / resolution")
+
+    # -- size ----------------------------------------------------------------------------------------
+    @property
+    def memory_bytes(self):
+        """Bytes of the stored grid and parameters (per joint times the number of stacked joints)."""
+        return int(sum(value.nbytes for value in self.params.values()))
+
+    # -- batching helpers --------------------------------------------------------------------------------
+    def _lead(self):
+        return self.params["lower"].shape[:-1]
+
+    def _rows(self, q):
+        """``(rows (R, 4), bone (R,) or None, lead shape)`` for queries ``q (..., 4)``."""
+        lead_params = self._lead()
+        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
+        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
+        if not lead_params:
+            return rows, None, lead
+        count = int(np.prod(lead_params))
+        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
+        return rows, bone, lead
+
+    def _per_row(self, name, bone):
+        value = self.params[name]
+        if bone is None:
+            return value
+        flat = value.reshape((-1,) + value.shape[len(self._lead()) :])
+        return flat[bone]
+
+    def _table_cache(self):
+        """``(bones * n^3, 4)``: phi and its central-difference gradient at every node."""
+        if self._table is None:
+            n = self.config["resolution"]
+            phi = self.params["phi"].reshape(-1, n, n, n)
+            spacing = self.params["spacing"].reshape(-1, 3)
+            closed = self.params["closed"].reshape(-1, 3)
+            table = np.empty(phi.shape + (4,))
+            table[..., 0] = phi
+            for axis in range(3):
+                ax = axis + 1
+                h = spacing[:, axis].reshape(-1, 1, 1, 1)
+                central = (np.roll(phi, -1, axis=ax) - np.roll(phi, 1, axis=ax)) / (2.0 * h)
+                # Open axes: one-sided differences at the two ends.
+                first = [slice(None)] * 4
+                last = [slice(None)] * 4
+                first[ax], last[ax] = 0, -1
+                second, before = list(first), list(last)
+                second[ax], before[ax] = 1, -2
+                open_ = (closed[:, axis] == 0.0).reshape(-1, 1, 1)
+                h2 = spacing[:, axis].reshape(-1, 1, 1)
+                central[tuple(first)] = np.where(open_, (phi[tuple(second)] - phi[tuple(first)]) / h2, central[tuple(first)])
+                central[tuple(last)] = np.where(open_, (phi[tuple(last)] - phi[tuple(before)]) / h2, central[tuple(last)])
+                table[..., axis + 1] = central
+            self._table = table.reshape(-1, 4)
+            self._phi_flat = np.ascontiguousarray(phi).reshape(-1)
+        return self._table
+
+    # -- evaluation ---------------------------------------------------------------------------------------
+    def _grid_points(self, rows, bone):
+        """Parameter points of quaternion rows, periodic angles moved into the grid windows."""
+        space = self.config["space"]
+        p = coordinates_from_quaternion(rows, space)
+        lower = self._per_row("lower", bone)
+        spacing = self._per_row("spacing", bone)
+        closed = self._per_row("closed", bone)
+        return _to_window(p, lower, spacing, closed, self.config["resolution"], _WRAP[space])
+
+    def _in_box(self, p, bone):
+        """``(R,)`` bool: inside the grid box on every open axis."""
+        n = self.config["resolution"]
+        lower = self._per_row("lower", bone)
+        upper = lower + (n - 1) * self._per_row("spacing", bone)
+        closed = self._per_row("closed", bone) == 1.0
+        ok = np.ones(len(p), dtype=bool)
+        for axis in range(3):
+            inside = (p[:, axis] >= lower[..., axis]) & (p[:, axis] <= upper[..., axis])
+            ok &= inside | closed[..., axis]
+        return ok
+
+    def _clamp(self, p, bone):
+        """Points moved into the grid box (open axes) / onto the first turn (closed axes)."""
+        n = self.config["resolution"]
+        lower = self._per_row("lower", bone)
+        spacing = self._per_row("spacing", bone)
+        closed = self._per_row("closed", bone) == 1.0
+        out = np.empty_like(p)
+        for axis in range(3):
+            lo = lower[..., axis]
+            clamped = np.clip(p[:, axis], lo, lo + (n - 1) * spacing[..., axis])
+            if closed.any():
+                clamped = np.where(closed[..., axis], lo + np.mod(p[:, axis] - lo, TWO_PI), clamped)
+            out[:, axis] = clamped
+        return out
+
+    def _sample(self, p, bone, gradient=True):
+        """Trilinear ``phi (R,)`` and gradient ``(R, 3)`` (or None) at points ``p (R, 3)``."""
+        n = self.config["resolution"]
+        table = self._table_cache()
+        lower = self._per_row("lower", bone)
+        spacing = self._per_row("spacing", bone)
+        closed = self._per_row("closed", bone)
+        any_closed = bool(np.any(closed))
+        base = np.zeros(len(p), dtype=np.intp) if bone is None else bone * n**3
+        index0, index1, weights = [], [], []
+        for axis, stride in zip(range(3), (n * n, n, 1)):
+            u = (p[:, axis] - lower[..., axis]) / spacing[..., axis]
+            if any_closed:
+                c = closed[..., axis] == 1.0
+                u = np.where(c, np.mod(u, n), np.clip(u, 0.0, n - 1.0))
+                i0 = np.minimum(np.floor(u), n - 1.0).astype(np.intp)
+                i0 = np.where(c, i0, np.minimum(i0, n - 2))
+                i1 = np.where(c & (i0 == n - 1), 0, i0 + 1)
+            else:
+                np.clip(u, 0.0, n - 1.0, out=u)
+                i0 = np.minimum(u.astype(np.intp), n - 2)
+                i1 = i0 + 1
+            f = u - i0
+            index0.append(i0 * stride)
+            index1.append(i1 * stride)
+            weights.append(f)
+        fx, fy, fz = weights
+        gx, gy, gz = 1.0 - fx, 1.0 - fy, 1.0 - fz
+        wxy = [gx * gy, gx * fy, fx * gy, fx * fy]
+        source = table if gradient else self._phi_flat
+        acc = None
+        for corner, (di, dj, dk) in enumerate(_CORNERS):
+            idx = base + (index1[0] if di else index0[0])
+            idx += index1[1] if dj else index0[1]
+            idx += index1[2] if dk else index0[2]
+            w = wxy[corner // 2] * (fz if dk else gz)
+            term = np.take(source, idx, axis=0)
+            if gradient:
+                term *= w[:, None]
+            else:
+                term *= w
+            if acc is None:
+                acc = term
+            else:
+                acc += term
+        if gradient:
+            return acc[:, 0], acc[:, 1:]
+        return acc, None
+
+    def _phi(self, p, bone):
+        return self._sample(p, bone, gradient=False)[0]
+
+    # -- the interface ----------------------------------------------------------------------------------
+    def contains(self, q, tolerance=CONTAINS_TOLERANCE):
+        """``(...,)`` bool: ``phi <= tolerance`` at the rotations ``q (..., 4)`` and inside the grid
+        box. Non-finite rows are not contained."""
+        q = as_quaternions(q)
+        rows, bone, lead = self._rows(q)
+        finite = np.isfinite(rows).all(axis=-1)
+        safe = rows if finite.all() else np.where(finite[:, None], rows, IDENTITY_QUATERNION)
+        p = self._grid_points(safe, bone)
+        inside = finite & self._in_box(p, bone)
+        inside &= self._phi(p, bone) <= tolerance
+        return inside.reshape(lead)
+
+    def project(self, q):
+        """Allowed rotations ``(..., 4)``: the gradient projection of the module docstring.
+        Allowed rotations and non-finite rows are returned unchanged."""
+        q = as_quaternions(q)
+        rows, bone, lead = self._rows(q)
+        out = np.array(rows)
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, len(rows))
+            part = None if bone is None else bone[start:stop]
+            out[start:stop] = self._project_rows(rows[start:stop], part)
+        return out.reshape(lead + (4,))
+
+    def _project_rows(self, rows, bone):
+        finite = np.isfinite(rows).all(axis=-1)
+        safe = rows if finite.all() else np.where(finite[:, None], rows, IDENTITY_QUATERNION)
+        p = self._grid_points(safe, bone)
+        inside = self._in_box(p, bone)
+        phi, _ = self._sample(p, bone, gradient=False)
+        todo = np.flatnonzero(~(inside & (phi <= CONTAINS_TOLERANCE)) & finite)
+        if not len(todo):
+            return rows
+        out = np.array(rows)
+        sub = None if bone is None else bone[todo]
+        x = self._clamp(p[todo], sub)
+        x = self._descend(x, sub, target=0.0, steps=2)
+        phi = self._phi(x, sub)
+        late = np.flatnonzero(phi > 0.5 * CONTAINS_TOLERANCE)
+        if len(late):
+            sub_late = None if sub is None else sub[late]
+            x_late = self._descend(x[late], sub_late, target=-CONTAINS_TOLERANCE, steps=EXTRA_STEPS)
+            x[late] = self._fallback(x_late, sub_late)
+        out[todo] = quaternion_from_coordinates(x, self.config["space"])
+        return out
+
+    def _descend(self, x, bone, target, steps):
+        """``steps`` gradient steps ``x <- x - (phi - target) g / |g|`` (eq. 7); rows that reach
+        ``phi <= target + tolerance / 2`` stop; results stay in the grid box."""
+        active = np.arange(len(x))
+        for _ in range(steps):
+            b = None if bone is None else bone[active]
+            phi, grad = self._sample(x[active], b)
+            norm = np.sqrt(np.sum(grad * grad, axis=1))
+            move = (phi > target + 0.5 * CONTAINS_TOLERANCE) & (norm > 1e-12)
+            active = active[move]
+            if not len(active):
+                break
+            b = None if bone is None else bone[active]
+            step = ((phi[move] - target) / norm[move])[:, None] * grad[move]
+            x[active] = self._clamp(x[active] - step, b)
+        return x
+
+    def _fallback(self, x, bone):
+        """Rows still outside after the extra steps: bisect towards their nearest inside node."""
+        phi = self._phi(x, bone)
+        bad = np.flatnonzero(phi > 0.5 * CONTAINS_TOLERANCE)
+        if not len(bad):
+            return x
+        n = self.config["resolution"]
+        sub = None if bone is None else bone[bad]
+        lower = self._per_row("lower", sub)
+        spacing = self._per_row("spacing", sub)
+        closed = self._per_row("closed", sub)
+        u = (x[bad] - lower) / spacing
+        cell = np.rint(u).astype(np.intp)
+        cell = np.where(closed == 1.0, np.mod(cell, n), np.clip(cell, 0, n - 1))
+        node = np.ravel_multi_index(tuple(cell.T), (n, n, n))
+        bones = np.zeros(len(bad), dtype=np.intp) if sub is None else sub
+        target = np.empty(len(bad), dtype=np.intp)
+        for b in np.unique(bones):
+            mine = bones == b
+            target[mine] = self._inner_nodes(int(b))[node[mine]]
+        position = np.stack(np.unravel_index(target, (n, n, n)), axis=-1) * spacing + lower
+        outer = x[bad]
+        # Take the inside node on the turn nearest the point (closed axes).
+        position = outer + _difference(position, outer, closed == 1.0)
+        inner = position
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (inner + outer)
+            ok = self._phi(mid, sub) <= 0.5 * CONTAINS_TOLERANCE
+            inner = np.where(ok[:, None], mid, inner)
+            outer = np.where(ok[:, None], outer, mid)
+        x = x.copy()
+        x[bad] = inner
+        return x
+
+    def _inner_nodes(self, b):
+        """``(n^3,)`` flat index of the nearest node with ``phi <= 0`` for each node of bone ``b``."""
+        if b not in self._inner:
+            n = self.config["resolution"]
+            phi = self.params["phi"].reshape(-1, n, n, n)[b]
+            spacing = self.params["spacing"].reshape(-1, 3)[b]
+            closed = self.params["closed"].reshape(-1, 3)[b] == 1.0
+            inside = phi <= 0.0
+            if not inside.any():
+                inside = phi <= phi.min()
+            self._inner[b] = distance_transform(inside, spacing, closed)[1].ravel()
+        return self._inner[b]
