@@ -731,6 +731,15 @@ class SdfGridLimit(LimitModel):
         inside &= self._phi(p, bone) <= tolerance
         return inside.reshape(lead)
 
+    def signed_distance(self, q):
+        """``phi (...,)`` at rotations ``q (..., 4)``, radians of the parameter space, negative
+        inside. Outside the grid box: phi at the nearest box point plus the distance to it."""
+        q = as_quaternions(q)
+        rows, bone, lead = self._rows(q)
+        p = self._grid_points(rows, bone)
+        clamped = self._clamp(p, bone)
+        return (self._phi(clamped, bone) + np.linalg.norm(p - clamped, axis=-1)).reshape(lead)
+
     def project(self, q):
         """Allowed rotations ``(..., 4)``: the gradient projection of the module docstring.
         Allowed rotations and non-finite rows are returned unchanged."""

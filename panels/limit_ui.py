@@ -2,7 +2,7 @@
 """Drawing one bone's limit settings; shared by the sidebar and the Bone Constraints tab."""
 
 from ..limits.model import model_class
-from ..rig.status import bone_status
+from ..rig.status import bone_status, model_details
 
 
 def draw_limit_settings(layout, pose_bone):
@@ -31,5 +31,7 @@ def draw_limit_settings(layout, pose_bone):
     col.label(text=f"Samples: {settings.cloud_count}", icon="OUTLINER_DATA_POINTCLOUD")
     text, inside = bone_status(pose_bone)
     col.label(text=text, icon="CHECKMARK" if inside else ("ERROR" if inside is False else "INFO"))
+    for line in model_details(pose_bone):
+        col.label(text=line)
     if settings.last_error:
         col.label(text=settings.last_error, icon="ERROR")

@@ -9,21 +9,44 @@ from .storage import read_limit
 _parsed = {}
 
 
-def bone_status(pose_bone):
-    """``(text, is_inside)`` for the bone's current local rotation, or ``(reason, None)``."""
+def _limit(pose_bone):
     settings = pose_bone.joint_limit
-    if not settings.limit_data:
-        return ("Not fitted", None)
     key = (settings.limit_data, settings.use_softening, settings.soft_radius, settings.soft_falloff)
     limit = _parsed.get(key)
     if limit is None:
-        try:
-            limit = read_limit(pose_bone)
-        except ValueError as err:
-            return (f"Unreadable limit: {err}", None)
+        limit = read_limit(pose_bone)
         if len(_parsed) > 256:
             _parsed.clear()
         _parsed[key] = limit
+    return limit
+
+
+def model_details(pose_bone):
+    """Extra lines for the panel: the signed distance phi at the current pose (models that
+    have one, e.g. the SDF grid) and the memory the limit takes."""
+    if not pose_bone.joint_limit.limit_data:
+        return []
+    try:
+        limit = _limit(pose_bone)
+    except ValueError:
+        return []
+    lines = []
+    if hasattr(limit.model, "signed_distance"):
+        phi = float(limit.model.signed_distance(limit.to_relative(local_quaternion(pose_bone))))
+        lines.append(f"phi {math.degrees(phi):+.1f}° ({'inside' if phi <= 0 else 'outside'})")
+    size = sum(v.nbytes for v in limit.model.params.values())
+    lines.append(f"Memory {size / 1024:.1f} kB")
+    return lines
+
+
+def bone_status(pose_bone):
+    """``(text, is_inside)`` for the bone's current local rotation, or ``(reason, None)``."""
+    if not pose_bone.joint_limit.limit_data:
+        return ("Not fitted", None)
+    try:
+        limit = _limit(pose_bone)
+    except ValueError as err:
+        return (f"Unreadable limit: {err}", None)
     q = local_quaternion(pose_bone)
     v = float(limit.violation(q))
     if v <= 1e-4:

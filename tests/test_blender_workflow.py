@@ -281,3 +281,15 @@ def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, ad
         reloaded = _limit(addon, bpy.data.objects["Rig"].pose.bones["lower"])
         probe = addon.limits.quaternion.quaternion_random(100, 7)
         np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
+
+
+def test_panel_shows_phi_of_the_sdf_grid_for_the_active_bone(clean_file, addon):
+    obj, pb, _ = _rig_with_limit(addon, model="sdf_grid")
+    obj.animation_data.action = None
+    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[17]  # a sampled pose
+    inside = addon.rig.status.model_details(pb)
+    pb.rotation_quaternion = IMPOSSIBLE
+    outside = addon.rig.status.model_details(pb)
+    assert inside[0].startswith("phi -") and "(inside)" in inside[0]
+    assert outside[0].startswith("phi +") and "(outside)" in outside[0]
+    assert outside[1].startswith("Memory") and float(outside[1].split()[1]) > 100, "a 32^3 grid is ~256 kB"

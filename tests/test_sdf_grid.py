@@ -388,3 +388,20 @@ def test_bad_input_raises_clear_errors(kwargs, message):
     args = {"rotations": coarse_clip(), **kwargs}
     with pytest.raises(ValueError, match=message):
         SdfGridLimit.fit(**args)
+
+
+def test_signed_distance_agrees_with_contains_and_grows_outside():
+    from limits.joint import JointLimit
+    from limits.quaternion import quaternion_from_exp_map
+
+    rng = np.random.default_rng(11)
+    cloud = quaternion_from_exp_map(rng.normal(scale=0.25, size=(400, 3)))
+    limit = JointLimit.fit(cloud, kind="sdf_grid", resolution=24)
+    probe = quaternion_from_exp_map(rng.normal(scale=0.8, size=(500, 3)))
+    rel = limit.to_relative(probe)
+    phi = limit.model.signed_distance(rel)
+    inside = limit.model.contains(rel)
+    assert np.all(phi[inside] <= 1e-9) and np.all(phi[~inside] > 0)
+    far = limit.to_relative(quaternion_from_exp_map(np.array([[2.5, 0, 0], [3.0, 0, 0]])))
+    d = limit.model.signed_distance(far)
+    assert d[1] > d[0] > 1.0
