@@ -1,0 +1,1244 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kelly's "sinus texture" joint limit: swing and twist limits painted into an image.
+
+A rotation ``q`` (reference-relative, ``(w, x, y, z)``) is split about the bone axis +Y into a
+swing and a twist. The swing is represented by its *direction* ``d = q (+Y) q*``, a unit
+vector in the reference frame; the twist by its angle in ``(-pi, pi]`` radians (right-handed
+about +Y; the cover of ``q`` does not matter). A texture over the sphere of directions
+(:mod:`.sphere_maps`; default the equal-area octahedral layout centred on the rest direction
++Y, or Kelly's own 256 x 512 two-hemisphere layout) stores per texel:
+
+Parameters
+----------
+image : (H, W, 4) float array
+    Channels (see :data:`MASK`, ...): ``0`` allowed-swing mask (1 allowed, 0 forbidden),
+    ``1`` twist minimum and ``2`` twist maximum (radians, ``min <= max``; defined on every
+    texel, smoothly continued beyond the allowed region so bilinear lookups near the boundary
+    are well behaved), ``3`` stress 0..1 (0 deep inside, 1 at and beyond the boundary).
+nearest : (H, W, 3) float array
+    Derived data. For every forbidden texel the allowed direction nearest (by arc length on
+    the sphere) to the texel's centre, refined onto the boundary of the allowed region (see
+    :func:`nearest_allowed_points`); for allowed texels the texel centre. Recompute it with
+    :meth:`SinusTextureLimit.with_mask` / :meth:`SinusTextureLimit.from_image` after
+    editing the mask.
+
+Config: ``layout`` (str), ``height`` and ``width`` (int, the texture shape) and ``islands``
+(int, the number of connected allowed regions; more than one usually means the data or the
+painting left a gap). A stacked model adds a leading bone axis to both params; only models
+of one layout and size stack (:meth:`SinusTextureLimit.group_key`).
+
+Lookups: the mask by the texel holding ``d`` (nearest texel), twist range and stress by
+bilinear interpolation between texel centres (across the layout's seams). ``contains`` tests
+the mask, then the twist range. ``project`` (Kelly's "considered in isolation") replaces a
+forbidden swing by the table entry of its texel, a constant-time lookup, then clamps the twist
+to the range at the resulting swing; :meth:`SinusTextureLimit.project_along` (Kelly's "known
+last valid position") searches along the great arc from the previous valid swing instead and
+guards against concave boundary jumping.
+
+Kelly's dissertation (2008, seed 003) describes the format; this module follows it with these
+changes: directions are looked up in arc length everywhere (the nearest-boundary table, the
+morphology that closes sparse data), the default layout has no seam or pole near the rest
+direction, twist limits are signed angles (not magnitudes either side of zero), and
+projected swings land on the boundary (within 1 % of a texel), not on a texel centre.
+"""
+
+import functools
+
+import numpy as np
+
+from . import sphere_maps as sm
+from .model import LimitModel, register_model
+from .quaternion import as_quaternions, check_finite
+from .shape_limit import check_padding
+
+#: Channel indices of ``image``.
+MASK, TWIST_MIN, TWIST_MAX, STRESS = 0, 1, 2, 3
+
+#: Default closing radius (radians) of :meth:`SinusTextureLimit.fit`: gaps in the sampled
+#: swings narrower than about twice this are filled.
+DEFAULT_CLOSING = 0.12
+
+#: Arc (radians) over which stress falls from 1 at the boundary to 0 inside.
+STRESS_RAMP = 0.25
+
+#: Tolerance (radians) of the twist-range test, so that projected rotations count as inside.
+CONTAINS_TOLERANCE = 1e-9
+
+#: Rows per batch in lookups: temporaries stay in the CPU cache.
+CHUNK_ROWS = 16384
+
+#: Table points and trajectory results are pulled this fraction of a texel inside their texel,
+#: so rounding never moves them into a forbidden neighbour.
+_INSET = 0.01
+
+
+# -- rotations <-> (direction, twist) -----------------------------------------------------------
+def _direction_twist(w, x, y, z):
+    """Swing direction components and twist angle of quaternions given by components
+    (any norm > 0). Returns ``dx, dy, dz, twist``."""
+    ww = w * w
+    xx = x * x
+    yy = y * y
+    zz = z * z
+    n2 = ww + xx
+    n2 += yy
+    n2 += zz
+    inv = 2.0 / n2
+    dx = x * y
+    dx -= w * z
+    dx *= inv
+    dy = ww - xx
+    dy += yy
+    dy -= zz
+    dy /= n2
+    dz = y * z
+    dz += w * x
+    dz *= inv
+    twist = np.arctan2(np.where(w < 0.0, -y, y), np.abs(w))
+    twist *= 2.0
+    return dx, dy, dz, twist
+
+
+def direction_twist(q):
+    """Split rotations ``q (..., 4)`` into swing directions ``(..., 3)`` (where +Y points, unit)
+    and twist angles ``(...,)`` in radians, in ``(-pi, pi]``, about +Y."""
+    q = as_quaternions(q)
+    dx, dy, dz, twist = _direction_twist(q[..., 0], q[..., 1], q[..., 2], q[..., 3])
+    return np.stack((dx, dy, dz), axis=-1), twist
+
+
+def rotation_from_direction_twist(d, twist):
+    """Unit quaternions ``(..., 4)`` ``q = swing * twist``: ``twist (...)`` radians about +Y, then
+    the shortest swing taking +Y to ``d (..., 3)``. ``d = -Y`` uses the half turn about X."""
+    d = np.asarray(d, dtype=float)
+    twist = np.asarray(twist, dtype=float)
+    dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
+    norm = np.sqrt(dx * dx + dy * dy + dz * dz)
+    dx, dy, dz = dx / norm, dy / norm, dz / norm
+    s2 = 2.0 * (1.0 + dy)
+    degenerate = s2 <= 1e-24
+    inv = 1.0 / np.sqrt(np.where(degenerate, 1.0, s2))
+    a = np.where(degenerate, 0.0, (1.0 + dy) * inv)
+    b = np.where(degenerate, 1.0, dz * inv)
+    e = np.where(degenerate, 0.0, -dx * inv)
+    c = np.cos(0.5 * twist)
+    s = np.sin(0.5 * twist)
+    shape = np.broadcast_shapes(a.shape, c.shape)
+    out = np.empty(shape + (4,))
+    out[..., 0] = a * c
+    out[..., 1] = b * c - e * s
+    out[..., 2] = a * s
+    out[..., 3] = b * s + e * c
+    return out
+
+
+# -- texture maths ------------------------------------------------------------------------------
+def _shape_of(mask):
+    return tuple(int(s) for s in mask.shape[:2])
+
+
+def _allowed_at(flat_mask, points, layout, shape):
+    """``(...,)`` bool: the texel of each direction ``points (..., 3)`` is allowed."""
+    u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
+    return flat_mask[sm.uv_to_texel(u, v, shape)]
+
+
+def _boundary_texels(flat_mask, layout, shape):
+    """Allowed texels with a forbidden texel among their 8 neighbours (across seams)."""
+    nb = sm.neighbour_texels(layout, shape, diagonal=True)
+    return flat_mask & ~np.all(flat_mask[nb], axis=0)
+
+
+def nearest_allowed_texels(mask, layout=sm.DEFAULT_LAYOUT):
+    """Exact nearest allowed texel (by arc length between texel centres) of every texel.
+
+    Parameters
+    ----------
+    mask : (H, W) bool array
+        Allowed texels. At least one must be allowed.
+    layout : str
+
+    Returns
+    -------
+    index : (H * W,) int64
+        Flat index of the allowed texel whose centre is nearest each texel's centre (the texel
+        itself when allowed).
+    cos : (H * W,) float
+        Cosine of that arc (1 for allowed texels).
+
+    Only allowed texels on the region's boundary are candidates (the nearest allowed texel of
+    a forbidden one always borders the forbidden set); the forbidden x boundary dot products
+    are computed in chunks with one matrix product each.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    shape = _shape_of(mask)
+    flat = mask.ravel()
+    if not flat.any():
+        raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    index = np.arange(flat.size)
+    cos = np.ones(flat.size)
+    forbidden = np.flatnonzero(~flat)
+    if forbidden.size == 0:
+        return index, cos
+    candidates = np.flatnonzero(_boundary_texels(flat, layout, shape))
+    targets = np.ascontiguousarray(centres[candidates].T)
+    rows = max(1, (1 << 21) // max(candidates.size, 1))
+    for start in range(0, forbidden.size, rows):
+        part = forbidden[start : start + rows]
+        dots = centres[part] @ targets
+        best = np.argmax(dots, axis=1)
+        index[part] = candidates[best]
+        cos[part] = dots[np.arange(part.size), best]
+    return index, cos
+
+
+def _texel_scale(shape):
+    """Mean texel size in radians (side of a square of equal solid angle)."""
+    return float(np.sqrt(4.0 * np.pi / (shape[0] * shape[1])))
+
+
+def _inset(points, flat_mask, layout, shape, fallback=None):
+    """Directions moved :data:`_INSET` of a texel towards the centre of their own texel (in
+    texture coordinates); rows that would not stay allowed take their texel centre."""
+    u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
+    texel = sm.uv_to_texel(u, v, shape)
+    h, w = shape
+    cu = (texel % w + 0.5) / w
+    cv = (texel // w + 0.5) / h
+    keep = 1.0 - _INSET
+    out = sm.uv_to_direction(cu + keep * (u - cu), cv + keep * (v - cv), layout)
+    ok = _allowed_at(flat_mask, out, layout, shape)
+    if not ok.all():
+        centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+        out[~ok] = centres[texel[~ok]] if fallback is None else fallback[~ok]
+    return out
+
+
+def _bisect(lo, hi, flat_mask, layout, shape, iterations):
+    """Bisect great arcs from allowed ``lo`` to forbidden ``hi`` (both ``(n, 3)``) for the mask
+    crossing; returns the allowed end."""
+    for _ in range(iterations):
+        mid = lo + hi
+        mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
+        ok = _allowed_at(flat_mask, mid, layout, shape)
+        lo = np.where(ok[:, None], mid, lo)
+        hi = np.where(ok[:, None], hi, mid)
+    return lo
+
+
+def _toward(a, b, angle):
+    """Rotate unit vectors ``a`` towards ``b`` by ``angle`` radians (along the great arc)."""
+    t = b - np.sum(a * b, axis=-1, keepdims=True) * a
+    n = np.linalg.norm(t, axis=-1, keepdims=True)
+    t = np.where(n > 1e-12, t / np.where(n > 1e-12, n, 1.0), 0.0)
+    angle = np.asarray(angle)[..., None]
+    return np.cos(angle) * a + np.sin(angle) * t
+
+
+def nearest_allowed_points(mask, layout=sm.DEFAULT_LAYOUT):
+    """The nearest-boundary table ``(H, W, 3)`` for an allowed-swing ``mask (H, W)``.
+
+    For each forbidden texel ``f``: the exact nearest allowed texel ``a`` by arc length
+    (:func:`nearest_allowed_texels`), then the point where the great arc from ``a``'s centre
+    towards ``f``'s centre leaves the allowed region (bisection to 1/128 of a texel), pulled
+    1 % of a texel into its own texel so that it stays allowed under rounding. So the entry
+    lies on the region's boundary and is at most one texel further from ``f``'s centre than
+    the exact nearest allowed direction. Allowed texels store their centre.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    shape = _shape_of(mask)
+    flat = mask.ravel()
+    index, cos = nearest_allowed_texels(mask, layout)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    table = centres.copy()
+    forbidden = np.flatnonzero(~flat)
+    if forbidden.size:
+        start = centres[index[forbidden]]
+        target = centres[forbidden]
+        arc = np.arccos(np.clip(cos[forbidden], -1.0, 1.0))
+        hi = _toward(start, target, np.minimum(arc, 2.0 * _texel_scale(shape)))
+        ok = _allowed_at(flat, hi, layout, shape)
+        lo = np.where(ok[:, None], hi, start)
+        hi = np.where(ok[:, None], target, hi)
+        lo = _bisect(lo, hi, flat, layout, shape, 8)
+        table[forbidden] = _inset(lo, flat, layout, shape, fallback=start)
+    return table.reshape(shape + (3,))
+
+
+def _steps(shape, layout, max_radius):
+    h, w = shape
+    top = max(h, w) // 2
+    if max_radius is not None and np.isfinite(max_radius):
+        step = _min_texel_step(layout, shape)
+        top = min(top, int(np.ceil(max_radius / max(step, 1e-12))) + 1)
+    steps = []
+    k = 1
+    while k < top:
+        k *= 2
+    while k >= 1:
+        steps.append(k)
+        k //= 2
+    return steps + [1]
+
+
+_MIN_STEP = {}
+
+
+def _min_texel_step(layout, shape):
+    key = (layout, shape)
+    if key not in _MIN_STEP:
+        c = sm.texel_centres(layout, shape)
+        dots = max(np.max(np.sum(c[:, 1:] * c[:, :-1], axis=-1)), np.max(np.sum(c[1:] * c[:-1], axis=-1)))
+        _MIN_STEP[key] = float(np.arccos(min(dots, 1.0)))
+    return _MIN_STEP[key]
+
+
+@functools.lru_cache(maxsize=32)
+def _border_grid(layout, shape, k):
+    """Flat texel indices ``(H + 2k, W + 2k)`` int32 of the texture with a border of ``k``
+    texels continued across the seams (read-only, cached)."""
+    h, w = shape
+    rows, cols = np.meshgrid(np.arange(-k, h + k), np.arange(-k, w + k), indexing="ij")
+    r, c = sm.wrap_texels(rows, cols, layout, shape)
+    grid = (r * w + c).astype(np.int32)
+    grid.flags.writeable = False
+    return grid
+
+
+def distance_transform(seeds, layout=sm.DEFAULT_LAYOUT, max_radius=None):
+    """Arc distance (radians) from every texel centre to the nearest seed texel's centre.
+
+    Parameters
+    ----------
+    seeds : (H, W) bool array
+    layout : str
+    max_radius : float, optional
+        Distances beyond this need not be exact (they come out larger or infinite); limits the
+        work.
+
+    Returns
+    -------
+    (H, W) float array, ``inf`` where no seed is found (no seeds at all, or beyond reach).
+
+    A spherical jump-flooding distance transform: every texel keeps the seed nearest to it by
+    arc length among those its neighbours at grid offsets ``k`` (halving from the reach down
+    to 1, plus one extra pass of 1) know, with neighbours taken across the layout's seams.
+    Like every jump-flooding scheme it can, rarely, miss the nearest seed by a fraction of a
+    texel; it is used for morphology and stress, never for the nearest-boundary table.
+    """
+    seeds = np.asarray(seeds, dtype=bool)
+    shape = _shape_of(seeds)
+    flat = seeds.ravel()
+    if not flat.any():
+        return np.full(shape, np.inf)
+    c = sm.texel_centres(layout, shape).reshape(-1, 3)
+    h, w = shape
+    cx, cy, cz = (c[:, i].reshape(shape).astype(np.float32) for i in range(3))
+    # the best seed's direction per texel (NaN: none yet, never wins a comparison); float32
+    # halves the memory traffic and resolves arcs to ~1e-6 rad at texel scale
+    nan = np.float32(np.nan)
+    bx = np.where(seeds, cx, nan)
+    by = np.where(seeds, cy, nan)
+    bz = np.where(seeds, cz, nan)
+    best_cos = np.where(seeds, np.float32(1.0), np.float32(-2.0))
+    dots = np.empty(shape, dtype=np.float32)
+    tmp = np.empty(shape, dtype=np.float32)
+    better = np.empty(shape, dtype=bool)
+    for k in _steps(shape, layout, max_radius):
+        grid = _border_grid(layout, shape, k)
+        px, py, pz = bx.ravel()[grid], by.ravel()[grid], bz.ravel()[grid]
+        for dr, dc in ((-k, 0), (k, 0), (0, -k), (0, k), (-k, -k), (-k, k), (k, -k), (k, k)):
+            cut = (slice(k + dr, k + dr + h), slice(k + dc, k + dc + w))
+            sx, sy, sz = px[cut], py[cut], pz[cut]
+            np.multiply(sx, cx, out=dots)
+            np.multiply(sy, cy, out=tmp)
+            dots += tmp
+            np.multiply(sz, cz, out=tmp)
+            dots += tmp
+            np.greater(dots, best_cos, out=better)
+            np.copyto(best_cos, dots, where=better)
+            np.copyto(bx, sx, where=better)
+            np.copyto(by, sy, where=better)
+            np.copyto(bz, sz, where=better)
+    best = np.where(np.isnan(bx), -1, 0)
+    out = np.arccos(np.clip(best_cos.astype(float), -1.0, 1.0))
+    out[best < 0] = np.inf
+    return out
+
+
+def dilate(mask, radius, layout=sm.DEFAULT_LAYOUT):
+    """Texels within ``radius`` radians (arc, centre to centre) of a ``mask`` texel."""
+    mask = np.asarray(mask, dtype=bool)
+    if radius <= 0 or not mask.any():
+        return mask.copy()
+    return distance_transform(mask, layout, radius) <= radius
+
+
+def erode(mask, radius, layout=sm.DEFAULT_LAYOUT):
+    """``mask`` texels farther than ``radius`` radians from every texel outside it."""
+    mask = np.asarray(mask, dtype=bool)
+    if radius <= 0 or mask.all():
+        return mask.copy()
+    return mask & (distance_transform(~mask, layout, radius) > radius)
+
+
+def count_islands(mask, layout=sm.DEFAULT_LAYOUT):
+    """Connected allowed regions of ``mask (H, W)`` (8-neighbours, across seams).
+
+    Returns ``(count, labels)``: ``labels (H, W)`` int64, -1 on forbidden texels, else the
+    smallest flat index of the texel's island. Vectorized union-find (hooking plus pointer
+    jumping).
+    """
+    mask = np.asarray(mask, dtype=bool)
+    shape = _shape_of(mask)
+    flat = mask.ravel()
+    labels = np.arange(flat.size)
+    a_list, b_list = [], []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        nb = sm.shifted_texels(layout, shape, dr, dc)
+        keep = flat & flat[nb]
+        a_list.append(np.flatnonzero(keep))
+        b_list.append(nb[keep])
+    a = np.concatenate(a_list)
+    b = np.concatenate(b_list)
+    while a.size:
+        la, lb = labels[a], labels[b]
+        differ = la != lb
+        if not differ.any():
+            break
+        a, b, la, lb = a[differ], b[differ], la[differ], lb[differ]
+        np.minimum.at(labels, np.maximum(la, lb), np.minimum(la, lb))
+        while True:
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+    labels = np.where(flat, labels, -1)
+    count = int(np.unique(labels[flat]).size)
+    return count, labels.reshape(shape)
+
+
+def fill_smooth(values, known, layout=sm.DEFAULT_LAYOUT, iterations=6):
+    """Fill the texels of ``values (H, W, C)`` where ``known (H, W)`` is False, smoothly.
+
+    Pull-push inpainting: known texels are averaged down a pyramid of half-resolution
+    textures (the same layout), the coarsest level fills everything, and each finer level takes
+    its unknown texels from the level below and relaxes them with ``iterations`` Jacobi sweeps
+    (mean of the 4 neighbours across seams). Known texels keep their values.
+    """
+    values = np.asarray(values, dtype=float)
+    known = np.asarray(known, dtype=bool)
+    if not known.any():
+        raise ValueError("nothing to fill from: no known texels")
+    if known.all():
+        return values.copy()
+    h, w = known.shape
+    channels = values.shape[2]
+    if h % 2 == 0 and w % 2 == 0 and min(h, w) >= 8:
+        weight = known.reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3))
+        total = (values * known[..., None]).reshape(h // 2, 2, w // 2, 2, channels).sum(axis=(1, 3))
+        coarse_known = weight > 0
+        coarse = total / np.maximum(weight, 1)[..., None]
+        coarse = fill_smooth(coarse, coarse_known, layout, iterations)
+        guess = coarse.repeat(2, axis=0).repeat(2, axis=1)
+    else:
+        guess = np.broadcast_to(values[known].mean(axis=0), values.shape)
+    out = np.where(known[..., None], values, guess).reshape(-1, channels)
+    free = ~known.ravel()
+    nb = sm.neighbour_texels(layout, (h, w), diagonal=False)[:, free]
+    for _ in range(iterations):
+        out[free] = 0.25 * (out[nb[0]] + out[nb[1]] + out[nb[2]] + out[nb[3]])
+    return out.reshape(h, w, channels)
+
+
+def bilinear_taps(u, v, layout, shape):
+    """Flat texel indices ``(..., 4)`` and weights ``(..., 4)`` of bilinear interpolation between
+    texel centres at texture coordinates ``u, v``, across the layout's seams."""
+    h, w = shape
+    x = np.asarray(u) * w - 0.5
+    y = np.asarray(v) * h - 0.5
+    x0 = np.floor(x)
+    y0 = np.floor(y)
+    fx = x - x0
+    fy = y - y0
+    x0 = x0.astype(np.int64)
+    y0 = y0.astype(np.int64)
+    rows = np.stack((y0, y0, y0 + 1, y0 + 1), axis=-1)
+    cols = np.stack((x0, x0 + 1, x0, x0 + 1), axis=-1)
+    r, c = sm.wrap_texels(rows, cols, layout, shape)
+    weights = np.stack(((1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy), axis=-1)
+    return r * w + c, weights
+
+
+def _stress_from_mask(mask, layout, depth=None):
+    """Stress 0..1: 1 on and beyond the boundary, falling linearly with the arc distance
+    ``depth`` to the nearest forbidden texel to 0 at :data:`STRESS_RAMP` radians inside."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.all():
+        return np.zeros(mask.shape)
+    if depth is None:
+        depth = distance_transform(~mask, layout, STRESS_RAMP)
+    return np.where(mask, 1.0 - np.clip(depth / STRESS_RAMP, 0.0, 1.0), 1.0)
+
+
+def _check_image(image, layout, shape=None):
+    image = np.asarray(image, dtype=float)
+    if image.ndim != 3:
+        raise ValueError(f"a sinus texture image must have shape (height, width, 4), got {image.shape}")
+    if image.shape[2] != 4:
+        raise ValueError(f"a sinus texture image needs 4 channels (mask, twist min, twist max, stress), got {image.shape[2]}")
+    if shape is not None and image.shape[:2] != tuple(shape):
+        raise ValueError(f"a {layout} sinus texture must be {tuple(shape)} texels (height, width), got {image.shape[:2]}")
+    sm.texture_shape(image.shape[:2], layout)
+    if not np.all(np.isfinite(image)):
+        raise ValueError("the sinus texture image contains NaN or infinity")
+    return image
+
+
+def _check_channels(image, kind="sinus_texture"):
+    """Raise ``ValueError`` for inconsistent channel values of ``image (..., H, W, 4)``."""
+    m = image[..., MASK]
+    if np.any((m != 0.0) & (m != 1.0)):
+        raise ValueError(f"{kind} limit: the mask channel must hold only 0 (forbidden) and 1 (allowed)")
+    if np.any(image[..., TWIST_MIN] > image[..., TWIST_MAX] + 1e-12):
+        raise ValueError(f"{kind} limit: twist minimum exceeds twist maximum somewhere")
+    if np.any(np.abs(image[..., TWIST_MIN : TWIST_MAX + 1]) > 2.0 * np.pi + 1e-9):
+        raise ValueError(f"{kind} limit: twist limits must lie within [-2 pi, 2 pi] radians")
+    s = image[..., STRESS]
+    if np.any((s < 0.0) | (s > 1.0)):
+        raise ValueError(f"{kind} limit: stress must lie in [0, 1]")
+    allowed = m.reshape(m.shape[:-2] + (-1,)).max(axis=-1)
+    if np.any(allowed < 1.0):
+        raise ValueError(f"{kind} limit: the mask forbids every swing: at least one texel must be allowed")
+
+
+def _spherical_hull_mask(directions, layout, shape):
+    """Texels inside the spherical convex hull of unit ``directions (K, 3)`` (all within an open
+    hemisphere): their gnomonic projection about the mean direction keeps great circles
+    straight, so the hull is a plane convex hull there."""
+    mean = directions.sum(axis=0)
+    norm = np.linalg.norm(mean)
+    if norm < 1e-9 or np.any(directions @ (mean / norm) <= 1e-6):
+        raise ValueError("the twist keys do not lie within one hemisphere: pass a mask for their region")
+    m = mean / norm
+    helper = np.array([1.0, 0.0, 0.0]) if abs(m[0]) < 0.9 else np.array([0.0, 0.0, 1.0])
+    e1 = np.cross(m, helper)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(m, e1)
+    pts = np.stack((directions @ e1, directions @ e2), axis=-1) / (directions @ m)[:, None]
+    hull = _convex_hull_2d(pts)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    front = centres @ m
+    inside = front > 1e-6
+    if len(hull) < 3:
+        return np.zeros(shape, dtype=bool)
+    safe = np.where(inside, front, 1.0)
+    px = (centres @ e1) / safe
+    py = (centres @ e2) / safe
+    for (x0, y0), (x1, y1) in zip(hull, np.roll(hull, -1, axis=0)):
+        inside &= (x1 - x0) * (py - y0) - (y1 - y0) * (px - x0) >= -1e-12
+    return inside.reshape(shape)
+
+
+def _convex_hull_2d(points):
+    """Counter-clockwise convex hull (Andrew's monotone chain) of a few 2-D points."""
+    pts = sorted({(float(x), float(y)) for x, y in points})
+    if len(pts) < 3:
+        return np.array(pts)
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower, upper = [], []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    for p in reversed(pts):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.array(lower[:-1] + upper[:-1])
+
+
+# -- the model ----------------------------------------------------------------------------------
+@register_model
+class SinusTextureLimit(LimitModel):
+    """Kelly's sinus texture: per-direction swing mask and twist range (module docstring)."""
+
+    kind = "sinus_texture"
+    label = "Sinus Texture"
+    description = "Swing region and per-swing twist range painted into a texture over the sphere (Kelly); any shape"
+    ui_order = 70
+    PARAM_SHAPES = {"image": (None, None, 4), "nearest": (None, None, 3)}
+    FIT_OPTIONS = ("padding",)
+
+    def __init__(self, params, config=None):
+        super().__init__(params, config)
+        self._runtime_cache = None
+        self.report = {}
+
+    # -- construction --------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, rotations, padding=0.05, size=None, layout=sm.DEFAULT_LAYOUT, closing=DEFAULT_CLOSING):
+        """Build the texture from a cloud of reference-relative rotations.
+
+        Parameters
+        ----------
+        rotations : (N, 4) array
+            Unit quaternions ``(w, x, y, z)``.
+        padding : float
+            Radians: the swing region is grown by this arc and every twist range by this angle
+            on both sides (at least 1e-3).
+        size : None, int or (H, W)
+            Texture shape (see :func:`.sphere_maps.texture_shape`); default 256 x 256 for the
+            octahedral layouts, 512 x 256 (Kelly's 256 wide by 512 high) for ``"kelly"``.
+        layout : str
+            One of :data:`.sphere_maps.LAYOUTS`.
+        closing : float
+            Radians: the swings' texels are closed (dilated by ``closing + padding``, then eroded
+            by ``closing``, by arc length on the sphere) so sparse data gives a closed region.
+
+        The twist range of each texel is the range of the samples that fell in it, filled
+        smoothly elsewhere (:func:`fill_smooth`), padded, then lowered / raised just enough that
+        every sample is inside its bilinearly interpolated range. Stress grows linearly from
+        ``STRESS_RAMP`` radians inside (0) to the boundary (1). ``report`` (and config
+        ``islands``) counts the connected allowed regions.
+        """
+        from .shape_limit import check_cloud
+
+        q = check_cloud(rotations)
+        padding = check_padding(padding)
+        closing = float(closing)
+        if not np.isfinite(closing) or closing < 0:
+            raise ValueError(f"closing must be a finite, non-negative number of radians, got {closing!r}")
+        layout = sm.check_layout(layout)
+        shape = sm.texture_shape(size, layout)
+        d, twist = direction_twist(q)
+        u, v = sm._FORWARD[layout](d[:, 0], d[:, 1], d[:, 2])
+        texel = sm.uv_to_texel(u, v, shape)
+        count = np.bincount(texel, minlength=shape[0] * shape[1])
+        occupied = (count > 0).reshape(shape)
+
+        grown = dilate(occupied, closing + padding, layout)
+        if grown.all():
+            outside_distance = np.full(shape, np.inf)
+        else:
+            outside_distance = distance_transform(~grown, layout, closing + STRESS_RAMP)
+        mask = (grown & (outside_distance > closing)) | occupied
+
+        low = np.full(count.size, np.inf)
+        high = np.full(count.size, -np.inf)
+        np.minimum.at(low, texel, twist)
+        np.maximum.at(high, texel, twist)
+        measured = np.stack((np.where(count > 0, low, 0.0), np.where(count > 0, high, 0.0)), axis=-1)
+        twists = fill_smooth(measured.reshape(shape + (2,)), occupied, layout).reshape(-1, 2)
+        twists[:, 0] -= padding
+        twists[:, 1] += padding
+        # every sample inside its bilinear range: lower / raise the four taps by the shortfall
+        taps, weights = bilinear_taps(u, v, layout, shape)
+        for channel, sign in ((0, 1.0), (1, -1.0)):
+            interp = np.sum(twists[taps, channel] * weights, axis=-1)
+            short = np.maximum(sign * (interp - twist), 0.0)
+            if short.any():
+                need = np.zeros(count.size)
+                np.maximum.at(need, taps.ravel(), np.repeat(short, 4))
+                twists[:, channel] -= sign * need
+        inside_depth = np.where(mask, np.maximum(outside_distance - closing, 0.0), 0.0)
+        stress = _stress_from_mask(mask, layout, inside_depth)
+        image = np.concatenate((mask[..., None].astype(float), twists.reshape(shape + (2,)), stress[..., None]), axis=-1)
+        model = cls.from_image(image, layout)
+        model.report.update(samples=len(q), occupied_texels=int(occupied.sum()))
+        return model
+
+    @classmethod
+    def from_image(cls, image, layout=sm.DEFAULT_LAYOUT):
+        """A model from an image ``(H, W, 4)`` (channels as in the module docstring), computing
+        the derived data (nearest-boundary table, island count). Use after painting.
+
+        The mask channel is thresholded at 0.5; stress is clipped to ``[0, 1]``; where the
+        twist minimum exceeds the maximum the two are swapped. ``ValueError`` for a wrong
+        shape or channel count, non-finite values or a mask that forbids every swing.
+        """
+        layout = sm.check_layout(layout)
+        image = _check_image(image, layout).copy()
+        image[..., MASK] = (image[..., MASK] >= 0.5).astype(float)
+        image[..., STRESS] = np.clip(image[..., STRESS], 0.0, 1.0)
+        low = np.minimum(image[..., TWIST_MIN], image[..., TWIST_MAX])
+        high = np.maximum(image[..., TWIST_MIN], image[..., TWIST_MAX])
+        image[..., TWIST_MIN], image[..., TWIST_MAX] = low, high
+        mask = image[..., MASK] > 0.5
+        if not mask.any():
+            raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
+        nearest = nearest_allowed_points(mask, layout)
+        islands, labels = count_islands(mask, layout)
+        shape = mask.shape
+        model = cls(
+            {"image": image, "nearest": nearest}, {"layout": layout, "height": shape[0], "width": shape[1], "islands": islands}
+        )
+        omega = sm.texel_solid_angles(layout, shape).ravel()
+        flat_labels = labels.ravel()
+        ids, inverse = np.unique(flat_labels[flat_labels >= 0], return_inverse=True)
+        areas = np.bincount(inverse, weights=omega[flat_labels >= 0])
+        model.report = {"islands": islands, "island_solid_angles": sorted(areas.tolist(), reverse=True)}
+        return model
+
+    @classmethod
+    def from_keys(
+        cls,
+        swing_directions,
+        twist_min,
+        twist_max,
+        mask=None,
+        padding=0.05,
+        size=None,
+        layout=sm.DEFAULT_LAYOUT,
+        smoothing=8,
+    ):
+        """A model from hand-set twist keys, like Kelly's bands.
+
+        Parameters
+        ----------
+        swing_directions : (K, 3) array
+            Directions of the bone (+Y after the swing) at the keys, reference frame.
+        twist_min, twist_max : (K,) arrays
+            Twist limits at the keys, radians.
+        mask : (H, W) array, optional
+            Allowed swings (nonzero = allowed). Default: the spherical convex hull of the keys
+            (they must lie within one hemisphere) and the great arcs between them, grown by
+            ``padding`` radians.
+        smoothing : int
+            Jacobi sweeps per pyramid level of the interpolation (:func:`fill_smooth`).
+
+        Keys sharing a texel are averaged; the twist channels interpolate the keys (which they
+        keep exactly) smoothly across the whole texture.
+        """
+        layout = sm.check_layout(layout)
+        dirs = np.asarray(swing_directions, dtype=float).reshape(-1, 3)
+        lo = np.asarray(twist_min, dtype=float).reshape(-1)
+        hi = np.asarray(twist_max, dtype=float).reshape(-1)
+        if len(dirs) == 0 or lo.shape != (len(dirs),) or hi.shape != (len(dirs),):
+            raise ValueError("from_keys needs K >= 1 directions (K, 3) and K twist minima and maxima")
+        check_finite(np.concatenate((dirs.ravel(), lo, hi)), "twist keys")
+        norms = np.linalg.norm(dirs, axis=-1)
+        if np.any(norms < 1e-9):
+            raise ValueError("twist key directions must not be zero vectors")
+        if np.any(lo > hi):
+            raise ValueError("a twist key's minimum exceeds its maximum")
+        dirs = dirs / norms[:, None]
+        padding = check_padding(padding)
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.ndim != 2:
+                raise ValueError(f"the mask must be a (height, width) array, got shape {mask.shape}")
+            shape = sm.texture_shape(mask.shape, layout)
+            if size is not None and shape != sm.texture_shape(size, layout):
+                raise ValueError(f"the mask's shape {shape} does not match size {size!r}")
+            mask = mask > 0.5 if mask.dtype.kind == "f" else mask.astype(bool)
+        else:
+            shape = sm.texture_shape(size, layout)
+            seeds = _spherical_hull_mask(dirs, layout, shape).ravel()
+            steps = np.linspace(0.0, 1.0, 64)[:, None, None]
+            for a in dirs:  # the great arcs between keys (K is small)
+                path = ((1 - steps) * a + steps * dirs[None]).reshape(-1, 3)
+                path /= np.maximum(np.linalg.norm(path, axis=-1, keepdims=True), 1e-12)
+                seeds[sm.direction_to_texel(path, layout, shape)] = True
+            mask = dilate(seeds.reshape(shape), padding, layout)
+        texel = sm.direction_to_texel(dirs, layout, shape)
+        size_flat = shape[0] * shape[1]
+        count = np.bincount(texel, minlength=size_flat)
+        sums = np.stack((np.bincount(texel, lo, size_flat), np.bincount(texel, hi, size_flat)), axis=-1)
+        known = count > 0
+        measured = np.where(known[:, None], sums / np.maximum(count, 1)[:, None], 0.0)
+        twists = fill_smooth(measured.reshape(shape + (2,)), known.reshape(shape), layout, int(smoothing))
+        stress = _stress_from_mask(mask, layout)
+        image = np.concatenate((mask[..., None].astype(float), twists, stress[..., None]), axis=-1)
+        return cls.from_image(image, layout)
+
+    def with_mask(self, mask):
+        """A new model with ``mask (H, W)`` (nonzero allowed) replacing the mask channel and the
+        derived data recomputed; twist and stress channels are kept. For texture painting."""
+        self._check_single()
+        image = self.params["image"].copy()
+        mask = np.asarray(mask)
+        if mask.shape != image.shape[:2]:
+            raise ValueError(f"the mask must have shape {image.shape[:2]}, got {mask.shape}")
+        image[..., MASK] = (mask > 0.5) if mask.dtype.kind == "f" else mask.astype(bool)
+        return type(self).from_image(image, self.config["layout"])
+
+    # -- plain data ----------------------------------------------------------------------------
+    def validate(self):
+        config = self.config
+        extra = set(config) - {"layout", "height", "width", "islands"}
+        if extra:
+            raise ValueError(f"{self.kind} limit: unknown config entries {sorted(extra)}")
+        layout = config.get("layout")
+        sm.check_layout(layout)
+        shape = (config.get("height"), config.get("width"))
+        if not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+            raise ValueError(f"{self.kind} limit: config 'height' and 'width' must be ints, got {shape}")
+        sm.texture_shape(shape, layout)
+        image = self.params["image"]
+        nearest = self.params["nearest"]
+        if image.shape[-3:-1] != shape or nearest.shape[-3:-1] != shape or image.shape[:-3] != nearest.shape[:-3]:
+            raise ValueError(
+                f"{self.kind} limit: image and nearest must be {shape} texels, got {image.shape} and {nearest.shape}"
+            )
+        islands = config.get("islands", 1)
+        if not isinstance(islands, int) or isinstance(islands, bool) or islands < 1:
+            raise ValueError(f"{self.kind} limit: config 'islands' must be a positive int, got {islands!r}")
+        _check_channels(image, self.kind)
+        if np.any(np.abs(np.linalg.norm(nearest, axis=-1) - 1.0) > 1e-6):
+            raise ValueError(f"{self.kind} limit: 'nearest' must hold unit directions")
+        flat_mask = image[..., MASK].reshape(-1, shape[0] * shape[1]) > 0.5
+        table = nearest.reshape(-1, shape[0] * shape[1], 3)
+        for m, t in zip(flat_mask, table, strict=True):
+            ok = _allowed_at(m, t[~m], layout, shape)
+            if not ok.all():
+                raise ValueError(
+                    f"{self.kind} limit: the nearest-boundary table does not match the mask "
+                    "(recompute it with with_mask / from_image after editing)"
+                )
+
+    def group_key(self):
+        """Only textures of one layout and size stack."""
+        return (self.kind, self.config["layout"], self.config["height"], self.config["width"])
+
+    def _check_single(self):
+        if self.params["image"].ndim != 3:
+            raise ValueError("this operation needs a single (unstacked) sinus texture")
+
+    # -- runtime tables ------------------------------------------------------------------------
+    def _runtime(self):
+        """Flat lookup tables, built once (params are not modified in place)."""
+        if self._runtime_cache is not None:
+            return self._runtime_cache
+        layout = self.config["layout"]
+        h, w = self.config["height"], self.config["width"]
+        image = self.params["image"].reshape((-1, h, w, 4))
+        nearest = self.params["nearest"].reshape((-1, h * w, 3))
+        bones = image.shape[0]
+        pad = np.stack([sm.padded(img, layout) for img in image])  # (B, H+2, W+2, 4)
+        mask = (image[..., MASK] > 0.5).reshape(-1)
+        # twist ranges at the table points
+        u, v = sm._FORWARD[layout](nearest[..., 0], nearest[..., 1], nearest[..., 2])
+        ranges = np.empty((bones, h * w, 2))
+        for b in range(bones):
+            taps, weights = bilinear_taps(u[b], v[b], layout, (h, w))
+            flat = image[b].reshape(-1, 4)
+            ranges[b, :, 0] = np.sum(flat[taps, TWIST_MIN] * weights, axis=-1)
+            ranges[b, :, 1] = np.sum(flat[taps, TWIST_MAX] * weights, axis=-1)
+        self._runtime_cache = {
+            "layout": layout,
+            "shape": (h, w),
+            "bones_shape": self.params["image"].shape[:-3],
+            "mask": mask,
+            "twist_min": np.ascontiguousarray(pad[..., TWIST_MIN]).reshape(-1),
+            "twist_max": np.ascontiguousarray(pad[..., TWIST_MAX]).reshape(-1),
+            "stress": np.ascontiguousarray(pad[..., STRESS]).reshape(-1),
+            "nearest_xyz": tuple(np.ascontiguousarray(nearest[..., i]).reshape(-1) for i in range(3)),
+            "ranges": ranges.reshape(-1, 2),
+        }
+        return self._runtime_cache
+
+    def _flat_inputs(self, q):
+        """``q`` broadcast against the bone axes: ``(rows (n, 4), bone (n,) or None, lead)``."""
+        rt = self._runtime()
+        q = as_quaternions(q)
+        bones_shape = rt["bones_shape"]
+        lead = np.broadcast_shapes(q.shape[:-1], bones_shape)
+        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
+        bone = None
+        if bones_shape:
+            count = int(np.prod(bones_shape))
+            bone = np.broadcast_to(np.arange(count).reshape(bones_shape), lead).reshape(-1)
+        return rows, bone, lead
+
+    def _lookup(self, rows, bone, stress=False):
+        """Per row: direction, twist, texel (flat, with bone offset), allowed, twist range."""
+        rt = self._runtime()
+        h, w = rt["shape"]
+        w_, x_, y_, z_ = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
+        dx, dy, dz, twist = _direction_twist(w_, x_, y_, z_)
+        u, v = sm._FORWARD[rt["layout"]](dx, dy, dz)
+        texel = sm.uv_to_texel(u, v, (h, w))
+        fx = u * w + 0.5  # padded coordinates (one texel border): x - 0.5 + 1
+        fy = v * h + 0.5
+        x0 = fx.astype(np.int64)  # fx >= 0.5, so truncation is floor
+        y0 = fy.astype(np.int64)
+        fx -= x0
+        fy -= y0
+        base = y0 * (w + 2) + x0
+        if bone is not None:
+            texel = texel + bone * (h * w)
+            base = base + bone * ((h + 2) * (w + 2))
+        low, high = _bilinear_pair(rt["twist_min"], rt["twist_max"], base, fx, fy, w + 2)
+        out = {
+            "direction": (dx, dy, dz),
+            "twist": twist,
+            "texel": texel,
+            "allowed": rt["mask"].take(texel),
+            "low": low,
+            "high": high,
+        }
+        if stress:
+            st = rt["stress"]
+            s_top = st.take(base) * (1 - fx) + st.take(base + 1) * fx
+            s_bottom = st.take(base + (w + 2)) * (1 - fx) + st.take(base + (w + 3)) * fx
+            out["stress"] = s_top * (1 - fy) + s_bottom * fy
+        return out
+
+    # -- the interface -------------------------------------------------------------------------
+    def contains(self, q, tolerance=CONTAINS_TOLERANCE):
+        """``(...,)`` bool: the swing's texel is allowed and the twist lies within the range
+        interpolated there (within ``tolerance`` radians). Non-finite rows are not contained."""
+        rows, bone, lead = self._flat_inputs(q)
+        out = np.empty(len(rows), dtype=bool)
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            part, finite = _safe_rows(rows[start:stop])
+            r = self._lookup(part, None if bone is None else bone[start:stop])
+            t = r["twist"]
+            inside = r["allowed"] & (t >= r["low"] - tolerance) & (t <= r["high"] + tolerance)
+            out[start:stop] = inside if finite is None else inside & finite
+        return out.reshape(lead)
+
+    def stress(self, q):
+        """``(...,)`` stress 0..1 (bilinear) at the swing of ``q (..., 4)``; NaN for non-finite rows."""
+        rows, bone, lead = self._flat_inputs(q)
+        out = np.empty(len(rows))
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            part, finite = _safe_rows(rows[start:stop])
+            r = self._lookup(part, None if bone is None else bone[start:stop], stress=True)
+            out[start:stop] = r["stress"] if finite is None else np.where(finite, r["stress"], np.nan)
+        return out.reshape(lead)
+
+    def project(self, q):
+        """Nearest allowed rotations ``(..., 4)``: a forbidden swing goes to the table entry of its
+        texel (the nearest allowed direction, on the boundary), then the twist is clamped to the
+        range at the resulting swing. Allowed rotations and non-finite rows are returned
+        unchanged; the result keeps the cover of ``q``."""
+        rows, bone, lead = self._flat_inputs(q)
+        out = rows.copy()
+        rt = self._runtime()
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            part = rows[start:stop]
+            safe, finite = _safe_rows(part)
+            r = self._lookup(safe, None if bone is None else bone[start:stop])
+            t = r["twist"]
+            inside = r["allowed"] & (t >= r["low"] - CONTAINS_TOLERANCE) & (t <= r["high"] + CONTAINS_TOLERANCE)
+            moved = np.flatnonzero(~inside if finite is None else finite & ~inside)
+            if moved.size == 0:
+                continue
+            allowed = r["allowed"][moved]
+            dx, dy, dz = (c[moved] for c in r["direction"])
+            low = r["low"][moved]
+            high = r["high"][moved]
+            far = np.flatnonzero(~allowed)
+            if far.size:
+                texel = r["texel"][moved[far]]
+                nx, ny, nz = rt["nearest_xyz"]
+                dx[far] = nx.take(texel)
+                dy[far] = ny.take(texel)
+                dz[far] = nz.take(texel)
+                low[far] = rt["ranges"][texel, 0]
+                high[far] = rt["ranges"][texel, 1]
+            twist = np.clip(t[moved], low, high)
+            new = _compose(dx, dy, dz, twist)
+            old = part[moved]
+            dot = new[:, 0] * old[:, 0] + new[:, 1] * old[:, 1] + new[:, 2] * old[:, 2] + new[:, 3] * old[:, 3]
+            new[dot < 0.0] *= -1.0
+            out[start + moved] = new
+        return out.reshape(lead + (4,))
+
+    def project_along(self, q, previous_valid_q, steps=None, guard_allowed=True):
+        """Trajectory-aware projection (Kelly's "considered with known last valid position").
+
+        Parameters
+        ----------
+        q : (..., 4) array
+            New rotations.
+        previous_valid_q : (..., 4) array
+            The last allowed rotation of each row (broadcast against ``q``); a previous swing
+            that is not allowed is first replaced by its table entry.
+        steps : int, optional
+            Samples along the great arc from the previous swing to the new one before the
+            binary search; default: one per quarter texel (at most 4096). ``steps = 2`` is
+            Kelly's single midpoint test.
+        guard_allowed : bool
+            Also stop rows whose new swing is allowed but whose arc from the previous swing
+            leaves the allowed region (a jump across a concave notch or between islands).
+            With False such rows are treated as by :meth:`project`.
+
+        Returns
+        -------
+        (..., 4) array. For a forbidden swing (or a guarded jump) the result is the first point
+        where the great arc from the previous swing leaves the allowed region: the arc is
+        sampled (a midpoint test at every sample, so the path never jumps across a forbidden
+        gap wider than the sample spacing: Kelly's "concave boundary jumping"), and the
+        crossing between the last allowed sample and the first forbidden one is found by
+        binary search (2^-24 of the spacing), then pulled 1 % of a texel inside. The twist is
+        then clamped to the range at that swing. Other rows are treated as by :meth:`project`.
+        """
+        q = as_quaternions(q)
+        prev = as_quaternions(previous_valid_q, "previous_valid_q")
+        q, prev = np.broadcast_arrays(q, prev)
+        out = self.project(q)
+        rows, bone, lead = self._flat_inputs(q)
+        prev_rows = np.broadcast_to(prev, lead + (4,)).reshape(-1, 4)
+        out = out.reshape(-1, 4)
+        rt = self._runtime()
+        h, w = rt["shape"]
+        safe, finite = _safe_rows(rows)
+        safe_prev, finite_prev = _safe_rows(prev_rows)
+        good = np.ones(len(rows), dtype=bool)
+        for f in (finite, finite_prev):
+            if f is not None:
+                good &= f
+        r = self._lookup(safe, bone)
+        todo = np.flatnonzero(good & (~r["allowed"] if not guard_allowed else True))
+        chunk = 256
+        for first in range(0, todo.size, chunk):
+            part = todo[first : first + chunk]
+            sub_bone = None if bone is None else bone[part]
+            new = self._march(safe[part], safe_prev[part], sub_bone, steps)
+            if new is None:
+                continue
+            rows_changed, rotations = new
+            out[part[rows_changed]] = rotations
+        return out.reshape(lead + (4,))
+
+    def _march(self, rows, prev_rows, bone, steps):
+        """:meth:`project_along` for a batch of rows; ``(changed (n,) bool, rotations (k, 4))``
+        for the rows whose path leaves the allowed region, or None."""
+        rt = self._runtime()
+        h, w = rt["shape"]
+        layout = rt["layout"]
+        offset = 0 if bone is None else bone * (h * w)
+        r = self._lookup(rows, bone)
+        rp = self._lookup(prev_rows, bone)
+        start = np.stack(rp["direction"], axis=-1)
+        bad_start = ~rp["allowed"]
+        if bad_start.any():
+            texel = rp["texel"][bad_start]
+            start[bad_start] = np.stack([c.take(texel) for c in rt["nearest_xyz"]], axis=-1)
+        end = np.stack(r["direction"], axis=-1)
+
+        def allowed(points, off):
+            u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
+            return rt["mask"][sm.uv_to_texel(u, v, (h, w)) + off]
+
+        arc = np.arccos(np.clip(np.sum(start * end, axis=-1), -1.0, 1.0))
+        if steps is None:
+            count = int(np.clip(np.ceil(arc.max() / (0.25 * _texel_scale((h, w)))), 2, 4096))
+        else:
+            count = max(int(steps), 2)
+        t = np.arange(1, count + 1) / count  # (S,)
+        samples = _toward(start[:, None, :], end[:, None, :], arc[:, None] * t[None, :])
+        off = offset if np.ndim(offset) == 0 else offset[:, None]
+        ok = allowed(samples, off)  # (n, S)
+        leaves = ~ok.all(axis=1)
+        if not leaves.any():
+            return None
+        idx = np.flatnonzero(leaves)
+        ok = ok[idx]
+        start, end, arc = start[idx], end[idx], arc[idx]
+        offset = offset if np.ndim(offset) == 0 else offset[idx]
+        first_bad = np.argmax(~ok, axis=1)
+        lo_t = np.where(first_bad > 0, t[np.maximum(first_bad - 1, 0)], 0.0)
+        lo = _toward(start, end, arc * lo_t)
+        hi = _toward(start, end, arc * t[first_bad])
+        for _ in range(24):
+            mid = lo + hi
+            mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
+            good = allowed(mid, offset)
+            lo = np.where(good[:, None], mid, lo)
+            hi = np.where(good[:, None], hi, mid)
+        # inset into the texel so rounding keeps it allowed
+        u, v = sm._FORWARD[layout](lo[:, 0], lo[:, 1], lo[:, 2])
+        texel = sm.uv_to_texel(u, v, (h, w))
+        cu = (texel % w + 0.5) / w
+        cv = (texel // w + 0.5) / h
+        keep = 1.0 - _INSET
+        swing = sm.uv_to_direction(cu + keep * (u - cu), cv + keep * (v - cv), layout)
+        still = allowed(swing, offset)
+        swing[~still] = lo[~still]
+        uu, vv = sm._FORWARD[layout](swing[:, 0], swing[:, 1], swing[:, 2])
+        sub_bone = None if bone is None else bone[idx]
+        ranges = self._ranges_at(uu, vv, sub_bone)
+        twist = np.clip(r["twist"][idx], ranges[:, 0], ranges[:, 1])
+        new = _compose(swing[:, 0], swing[:, 1], swing[:, 2], twist)
+        flip = np.sum(new * rows[idx], axis=-1) < 0
+        new[flip] *= -1.0
+        return leaves, new
+
+    def _ranges_at(self, u, v, bone):
+        """Bilinear twist ranges ``(n, 2)`` at texture coordinates (with the runtime tables)."""
+        rt = self._runtime()
+        h, w = rt["shape"]
+        fx = u * w + 0.5
+        fy = v * h + 0.5
+        x0 = fx.astype(np.int64)
+        y0 = fy.astype(np.int64)
+        fx -= x0
+        fy -= y0
+        base = y0 * (w + 2) + x0
+        if bone is not None:
+            base = base + bone * ((h + 2) * (w + 2))
+        low, high = _bilinear_pair(rt["twist_min"], rt["twist_max"], base, fx, fy, w + 2)
+        return np.stack((low, high), axis=-1)
+
+
+def _bilinear_pair(low_table, high_table, base, fx, fy, stride):
+    """Bilinear lookups in two flat padded tables at corner index ``base`` with fractions."""
+    gx = 1.0 - fx
+    gy = 1.0 - fy
+    w00 = gx * gy
+    w01 = fx * gy
+    w10 = gx * fy
+    w11 = fx * fy
+    b1 = base + 1
+    b2 = base + stride
+    b3 = b2 + 1
+    out = []
+    for tab in (low_table, high_table):
+        v = tab.take(base)
+        v *= w00
+        v += tab.take(b1) * w01
+        v += tab.take(b2) * w10
+        v += tab.take(b3) * w11
+        out.append(v)
+    return out
+
+
+def _compose(dx, dy, dz, twist):
+    """:func:`rotation_from_direction_twist` for unit direction components ``(n,)`` arrays,
+    with the twist's half-angle cosine and sine from one tangent."""
+    s2 = 1.0 + dy
+    s2 *= 2.0
+    degenerate = s2 <= 1e-24
+    if degenerate.any():
+        s2[degenerate] = 1.0
+    inv = 1.0 / np.sqrt(s2)
+    a = (1.0 + dy) * inv
+    b = dz * inv
+    e = -dx * inv
+    if degenerate.any():
+        a[degenerate], b[degenerate], e[degenerate] = 0.0, 1.0, 0.0
+    t = np.tan(0.25 * twist)
+    t2 = t * t
+    k = 1.0 / (1.0 + t2)
+    c = (1.0 - t2) * k
+    s = 2.0 * t * k
+    out = np.empty(dx.shape + (4,))
+    out[:, 0] = a * c
+    out[:, 1] = b * c - e * s
+    out[:, 2] = a * s
+    out[:, 3] = b * s + e * c
+    return out
+
+
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def _safe_rows(part):
+    """``(rows, finite)``: rows that are non-finite or zero replaced by the identity, and the
+    ``(n,)`` mask of the good rows (``None`` when all are good)."""
+    finite = np.isfinite(part).all(axis=-1)
+    finite &= (part[:, 0] != 0) | (part[:, 1] != 0) | (part[:, 2] != 0) | (part[:, 3] != 0)
+    if finite.all():
+        return part, None
+    return np.where(finite[:, None], part, _IDENTITY), finite
+
+
+# -- Kelly's 8-bit texture ----------------------------------------------------------------------
+def to_kelly_rgba8(model):
+    """Kelly's 8-bit RGBA joint-limit texture ``uint8 (512, 256, 4)`` of an unstacked model.
+
+    Numpy shape ``(rows, columns) = (512, 256)``: Kelly's image is 256 wide by 512 high in his
+    two-hemisphere layout (:mod:`.sphere_maps`, ``"kelly"``); row 0 is the *bottom* row (his
+    pixel heights are measured from the bottom; Blender's ``Image.pixels`` has the same order,
+    flip the rows for a top-down PNG writer). Models of another layout or size are resampled
+    (mask by nearest texel, twist and stress bilinear, at Kelly's texel centres) and their
+    nearest-boundary indices recomputed by arc length.
+
+    Channels, following the dissertation ("Correction of point beyond boundary", "Encoding
+    and Interpolation of Twist", "Texture Formats"):
+
+    allowed texels (R > 0)
+        R = twist minimum (the clockwise limit), G = twist maximum (anticlockwise), as signed
+        angles mapped linearly from ``[-pi, pi]``: ``R = 1 + round((min + pi) / 2 pi * 254)``
+        (red 0 is reserved for "forbidden"), ``G = round((max + pi) / 2 pi * 255)``; B = stress
+        ``round(255 s)``; A = 255 (unused). Kelly gives no scale for the twist bytes and
+        records limits "either side of the zero position"; signed angles keep ranges that
+        do not straddle zero. Steps: 1.4 degrees.
+    forbidden texels (R = 0)
+        G = column (0..255) and ``B + (255 - A)`` = row (0..510) of the nearest allowed texel by
+        arc length, exactly as his correction shader reads them (``B = min(row, 255)``). Row
+        511 (within 0.2 degrees of the -X pole) is not expressible and is written as 510.
+    """
+    model._check_single()
+    layout = model.config["layout"]
+    shape = (model.config["height"], model.config["width"])
+    image = model.params["image"]
+    if layout != "kelly" or shape != sm.KELLY_SHAPE:
+        centres = sm.texel_centres("kelly", sm.KELLY_SHAPE).reshape(-1, 3)
+        u, v = sm._FORWARD[layout](centres[:, 0], centres[:, 1], centres[:, 2])
+        flat = image.reshape(-1, 4)
+        mask = flat[sm.uv_to_texel(u, v, shape), MASK] > 0.5
+        taps, weights = bilinear_taps(u, v, layout, shape)
+        resampled = np.sum(flat[taps] * weights[..., None], axis=1)
+        image = resampled.reshape(sm.KELLY_SHAPE + (4,))
+        image[..., MASK] = mask.reshape(sm.KELLY_SHAPE)
+        if not mask.any():
+            raise ValueError("the model's allowed region vanishes at Kelly's resolution")
+    h, w = sm.KELLY_SHAPE
+    mask = image[..., MASK] > 0.5
+    out = np.zeros((h, w, 4), dtype=np.uint8)
+    low = np.clip(image[..., TWIST_MIN], -np.pi, np.pi)
+    high = np.clip(image[..., TWIST_MAX], -np.pi, np.pi)
+    red = 1 + np.rint((low + np.pi) / (2 * np.pi) * 254)
+    green = np.rint((high + np.pi) / (2 * np.pi) * 255)
+    blue = np.rint(np.clip(image[..., STRESS], 0.0, 1.0) * 255)
+    index, _ = nearest_allowed_texels(mask, "kelly")
+    row, col = np.divmod(index.reshape(h, w), w)
+    row = np.minimum(row, 510)
+    b_index = np.minimum(row, 255)
+    a_index = 255 - (row - b_index)
+    out[..., 0] = np.where(mask, red, 0)
+    out[..., 1] = np.where(mask, green, col)
+    out[..., 2] = np.where(mask, blue, b_index)
+    out[..., 3] = np.where(mask, 255, a_index)
+    return out
+
+
+def from_kelly_rgba8(array):
+    """A ``"kelly"``-layout model from Kelly's 8-bit texture ``(512, 256, 4)`` (integers 0..255,
+    row 0 at the bottom; see :func:`to_kelly_rgba8` for the channels).
+
+    The stored nearest-boundary indices are derived data and are recomputed (by arc length);
+    twist limits of forbidden texels, which the format does not hold, are filled smoothly from
+    the allowed ones. ``ValueError`` for a wrong size or channel count, values outside 0..255 or
+    an image without any allowed (red > 0) texel.
+    """
+    a = np.asarray(array)
+    if a.ndim != 3 or a.shape[:2] != sm.KELLY_SHAPE:
+        raise ValueError(f"a Kelly texture is 256 wide by 512 high: shape (512, 256, 4), got {a.shape}")
+    if a.shape[2] != 4:
+        raise ValueError(f"a Kelly texture needs 4 channels (RGBA), got {a.shape[2]}")
+    if a.dtype.kind not in "iuf" or np.any(a < 0) or np.any(a > 255) or np.any(a != np.rint(a)):
+        raise ValueError("a Kelly texture holds integers 0..255")
+    a = a.astype(float)
+    mask = a[..., 0] > 0
+    if not mask.any():
+        raise ValueError("the sinus texture forbids every swing: no texel has red > 0")
+    low = (a[..., 0] - 1) / 254 * 2 * np.pi - np.pi
+    high = a[..., 1] / 255 * 2 * np.pi - np.pi
+    pair = np.stack((np.minimum(low, high), np.maximum(low, high)), axis=-1)
+    twists = fill_smooth(np.where(mask[..., None], pair, 0.0), mask, "kelly")
+    stress = np.where(mask, a[..., 2] / 255, 1.0)
+    image = np.concatenate((mask[..., None].astype(float), twists, stress[..., None]), axis=-1)
+    return SinusTextureLimit.from_image(image, "kelly")

@@ -1,0 +1,509 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kelly's sinus texture limit and the sphere <-> texture layouts (pure numpy, no bpy)."""
+
+import io
+
+import numpy as np
+import pytest
+
+from limits import sphere_maps as sm
+from limits.joint import JointLimit
+from limits.model import LimitModel
+from limits.quaternion import quaternion_angle, quaternion_random, quaternion_rotate
+from limits.serialize import limit_from_json, limit_to_bytes, limit_to_json, load_limit_npz
+from limits.sinus_texture import (
+    MASK,
+    STRESS,
+    TWIST_MAX,
+    TWIST_MIN,
+    SinusTextureLimit,
+    count_islands,
+    direction_twist,
+    from_kelly_rgba8,
+    nearest_allowed_texels,
+    rotation_from_direction_twist,
+    to_kelly_rgba8,
+)
+
+RNG = np.random.default_rng(7)
+
+
+def unit(v):
+    v = np.asarray(v, dtype=float)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def random_directions(n, rng=RNG):
+    return unit(rng.normal(size=(n, 3)))
+
+
+def tilt(angle_x, angle_z):
+    """Direction of +Y tilted by the swing vector (angle_x, 0, angle_z) (exp map)."""
+    ang = np.hypot(angle_x, angle_z)
+    safe = np.where(ang > 0, ang, 1.0)
+    # exp map (ax, 0, az) rotates +Y towards (az, ., -ax) direction: use the quaternion
+    q = np.stack((np.cos(ang / 2), np.sin(ang / 2) * angle_x / safe, 0 * ang, np.sin(ang / 2) * angle_z / safe), -1)
+    return quaternion_rotate(q, np.array([0.0, 1.0, 0.0]))
+
+
+# -- an elliptical cone with swing-dependent twist ---------------------------------------------------
+A, B = 1.0, 0.6  # half-axes of the cone (radians, swing vector components about X and Z)
+
+
+def cone_level(d):
+    """<= 1 inside the elliptical cone (swing vector of the shortest swing to d)."""
+    d = unit(d)
+    ang = np.arccos(np.clip(d[..., 1], -1, 1))
+    # shortest swing: axis Y x d = (d_z, 0, -d_x)
+    axis = np.stack((d[..., 2], 0 * d[..., 0], -d[..., 0]), -1)
+    n = np.linalg.norm(axis, axis=-1)
+    axis = axis / np.where(n > 0, n, 1.0)[..., None]
+    sx, sz = axis[..., 0] * ang, axis[..., 2] * ang
+    return np.hypot(sx / A, sz / B)
+
+
+def twist_range(d):
+    return -0.3 + 0.5 * d[..., 0], 0.3 + 0.5 * d[..., 0]
+
+
+def cone_cloud(n, rng=RNG):
+    phi = rng.uniform(0, 2 * np.pi, n)
+    r = np.sqrt(rng.uniform(0, 1, n))
+    d = tilt(A * r * np.cos(phi), B * r * np.sin(phi))
+    lo, hi = twist_range(d)
+    t = rng.uniform(0, 1, n) ** 0.3
+    twist = np.where(rng.random(n) < 0.5, lo + (hi - lo) * (1 - t), lo + (hi - lo) * t)
+    return rotation_from_direction_twist(d, twist)
+
+
+@pytest.fixture(scope="module")
+def cone_model():
+    return SinusTextureLimit.fit(cone_cloud(60000), padding=0.0, size=128, closing=0.08)
+
+
+def swing_only(d):
+    return rotation_from_direction_twist(d, np.zeros(np.shape(d)[:-1]))
+
+
+# -- layouts ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", sm.LAYOUTS)
+def test_direction_uv_round_trip(layout):
+    d = random_directions(20000)
+    u, v = sm.direction_to_uv(d, layout)
+    assert u.min() >= 0 and u.max() <= 1 and v.min() >= 0 and v.max() <= 1
+    np.testing.assert_allclose(sm.uv_to_direction(u, v, layout), d, atol=1e-9)
+
+
+@pytest.mark.parametrize("layout", sm.LAYOUTS)
+def test_texel_round_trips(layout):
+    shape = sm.texture_shape(32, layout)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    np.testing.assert_array_equal(sm.direction_to_texel(centres, layout, shape), np.arange(len(centres)))
+    # every direction lies within one texel of its texel's centre
+    d = random_directions(20000)
+    texel = sm.direction_to_texel(d, layout, shape)
+    arc = np.arccos(np.clip(np.sum(d * centres[texel], axis=-1), -1, 1))
+    assert arc.max() <= sm.distortion(layout, shape)["max_texel_arc"]
+    omega = sm.texel_solid_angles(layout, shape)
+    assert omega.sum() == pytest.approx(4 * np.pi, rel=1e-9)
+
+
+def test_distortion_picks_equal_area():
+    ea = sm.distortion("equal_area", (64, 64))
+    octa = sm.distortion("octahedral", (64, 64))
+    kelly = sm.distortion("kelly", (128, 64))
+    assert ea["solid_angle_ratio"] < 1.05
+    assert octa["solid_angle_ratio"] > 4
+    assert kelly["solid_angle_ratio"] > 100
+    assert ea["arc_near_rest"] < 0.8 * kelly["arc_near_rest"]
+    assert ea["max_texel_arc"] < 1.5 * ea["mean_texel_arc"]
+
+
+@pytest.mark.parametrize("layout", sm.LAYOUTS)
+def test_seam_neighbours_are_close(layout):
+    shape = sm.texture_shape(32, layout)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    nb = sm.neighbour_texels(layout, shape, diagonal=False)
+    arc = np.arccos(np.clip(np.sum(centres[nb] * centres[None], axis=-1), -1, 1))
+    assert arc.max() <= 2.0 * sm.distortion(layout, shape)["max_texel_arc"]
+
+
+def test_kelly_layout_matches_dissertation():
+    # x >= 0 in the bottom half with rho = 0 at the bottom; x < 0 in the top half
+    u, v = sm.direction_to_uv(np.array([[1.0, 0, 0], [-1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]]), "kelly")
+    np.testing.assert_allclose(v[:2], [0.0, 1.0])
+    np.testing.assert_allclose([u[2], v[2]], [0.25, 0.5])  # the rest direction sits on the seam
+    assert u[3] == 0.0
+    d = sm.uv_to_direction(0.25, 0.49, "kelly")
+    assert d[0] > 0 and d[1] > 0.97
+
+
+# -- rotations <-> (direction, twist) -------------------------------------------------------------
+def test_direction_twist_round_trip():
+    q = quaternion_random(5000, 1)
+    d, t = direction_twist(q)
+    np.testing.assert_allclose(d, quaternion_rotate(q, np.array([0.0, 1.0, 0.0])), atol=1e-12)
+    assert np.all(np.abs(t) <= np.pi + 1e-12)
+    back = rotation_from_direction_twist(d, t)
+    assert np.all(quaternion_angle(back, q) < 1e-7)
+
+
+# -- fitting --------------------------------------------------------------------------------------
+def test_cone_boundary_within_a_texel(cone_model):
+    layout = cone_model.config["layout"]
+    shape = (cone_model.config["height"], cone_model.config["width"])
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    mask = cone_model.params["image"][..., MASK].ravel() > 0.5
+    level = cone_level(centres)
+    texel = sm.distortion(layout, shape)["max_texel_arc"]
+    margin = texel / min(A, B)
+    assert np.all(level[mask] <= 1 + margin)
+    assert np.all(mask[level <= 1 - margin])
+    assert cone_model.config["islands"] == 1
+
+
+def test_cone_twist_range(cone_model):
+    d = tilt(*(np.array([[0.0, 0.0], [0.5, 0.2], [-0.6, 0.1], [0.2, -0.3], [-0.3, -0.3]]).T))
+    lo, hi = twist_range(d)
+    rt = cone_model._ranges_at(*sm.direction_to_uv(d, "equal_area"), None)
+    np.testing.assert_allclose(rt[:, 0], lo, atol=0.05)
+    np.testing.assert_allclose(rt[:, 1], hi, atol=0.05)
+
+
+def test_training_rotations_contained():
+    cloud = cone_cloud(20000, np.random.default_rng(3))
+    for layout in ("equal_area", "kelly"):
+        model = SinusTextureLimit.fit(cloud, padding=0.0, size=64, layout=layout)
+        assert model.contains(cloud).all()
+    limit = JointLimit.fit(cloud, kind="sinus_texture", padding=0.02)
+    assert limit.contains(cloud).all()
+
+
+def test_sparse_data_closes_into_one_region():
+    # a few sparse trajectories across the cone: closing gives one region without holes
+    rng = np.random.default_rng(5)
+    t = np.linspace(0, 1, 400)
+    paths = [tilt(A * (2 * t - 1) * 0.8, B * np.full_like(t, z)) for z in (-0.6, -0.2, 0.2, 0.6)]
+    paths += [tilt(A * np.full_like(t, x), B * (2 * t - 1) * 0.8) for x in (-0.5, 0.0, 0.5)]
+    d = np.concatenate(paths)
+    model = SinusTextureLimit.fit(swing_only(d), size=128, closing=0.2)
+    assert model.config["islands"] == 1
+    inner = tilt(*(rng.uniform(-0.4, 0.4, (2, 200)) * np.array([[A], [B]])))
+    assert model.contains(swing_only(inner)).all()
+
+
+def test_islands_counted():
+    d = np.concatenate([tilt(rng_x, 0 * rng_x) for rng_x in (np.linspace(-0.2, 0.2, 50),)])
+    far = quaternion_rotate(rotation_from_direction_twist(np.array([0.0, 0.0, 1.0]), 0.0), d)
+    model = SinusTextureLimit.fit(swing_only(np.concatenate((d, far))), size=64)
+    assert model.config["islands"] == 2
+    assert len(model.report["island_solid_angles"]) == 2
+
+
+# -- projection -----------------------------------------------------------------------------------
+def brute_nearest_cos(model, d):
+    layout = model.config["layout"]
+    shape = (model.config["height"], model.config["width"])
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    allowed = centres[model.params["image"][..., MASK].ravel() > 0.5]
+    return np.max(d @ allowed.T, axis=1)
+
+
+@pytest.mark.parametrize("layout", ["equal_area", "kelly"])
+def test_nearest_table_exact(layout):
+    shape = sm.texture_shape(32, layout)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    mask = (cone_level(centres) <= 1) | (centres @ unit([0.3, -0.5, 0.8]) > 0.9)
+    index, cos = nearest_allowed_texels(mask.reshape(shape), layout)
+    brute = np.max(centres @ centres[mask].T, axis=1)
+    np.testing.assert_allclose(cos, brute, atol=1e-12)
+    assert mask[index].all()
+
+
+def test_project_lands_on_boundary_and_matches_brute_force(cone_model):
+    layout = "equal_area"
+    shape = (cone_model.config["height"], cone_model.config["width"])
+    texel = sm.distortion(layout, shape)["max_texel_arc"]
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    mask = cone_model.params["image"][..., MASK].ravel() > 0.5
+    d = random_directions(3000)
+    q = swing_only(d)
+    outside = ~cone_model.contains(q)
+    assert outside.sum() > 1000
+    p = cone_model.project(q[outside])
+    assert cone_model.contains(p).all()
+    dp, _ = direction_twist(p)
+    got = np.arccos(np.clip(np.sum(dp * d[outside], axis=-1), -1, 1))
+    best = np.arccos(np.clip(brute_nearest_cos(cone_model, d[outside]), -1, 1))
+    assert np.all(got <= best + texel)
+    # on the boundary: a forbidden texel centre within one texel
+    forbidden = centres[~mask]
+    gap = np.arccos(np.clip(np.max(dp @ forbidden.T, axis=1), -1, 1))
+    assert gap.max() <= texel
+
+
+@pytest.mark.parametrize("layout", ["equal_area", "octahedral", "kelly"])
+def test_project_idempotent_and_inside(layout):
+    model = SinusTextureLimit.fit(cone_cloud(20000), size=32, layout=layout)
+    q = quaternion_random(4000, 2)
+    p = model.project(q)
+    assert model.contains(p).all()
+    np.testing.assert_array_equal(model.project(p), p)
+    inside = model.contains(q)
+    np.testing.assert_array_equal(p[inside], q[inside])
+    assert np.all(model.violation(p) == 0)
+    # the cover of the input is kept
+    assert np.all(np.sum(p * q, axis=-1) >= 0)
+    s = model.stress(q)
+    assert np.all((s >= 0) & (s <= 1))
+
+
+def test_twist_is_clamped_at_the_same_swing(cone_model):
+    d = tilt(np.array([0.2]), np.array([0.1]))
+    lo, hi = cone_model._ranges_at(*sm.direction_to_uv(d, "equal_area"), None)[0]
+    q = rotation_from_direction_twist(d, np.array([hi + 0.5]))
+    p = cone_model.project(q)
+    dp, tp = direction_twist(p)
+    np.testing.assert_allclose(dp, d, atol=1e-12)
+    assert tp[0] == pytest.approx(hi, abs=1e-9)
+
+
+def c_shaped_model(size=96):
+    """An annulus sector about +Y (polar 0.5..0.9 rad) with a gap around azimuth 0 (+X)."""
+    shape = (size, size)
+    c = sm.texel_centres("equal_area", shape)
+    polar = np.arccos(np.clip(c[..., 1], -1, 1))
+    azimuth = np.arctan2(c[..., 2], c[..., 0])
+    mask = (polar > 0.5) & (polar < 0.9) & (np.abs(azimuth) > 0.4)
+    image = np.zeros(shape + (4,))
+    image[..., MASK] = mask
+    image[..., TWIST_MIN] = -0.5
+    image[..., TWIST_MAX] = 0.5
+    return SinusTextureLimit.from_image(image, "equal_area")
+
+
+def at(polar, azimuth):
+    polar, azimuth = np.broadcast_arrays(np.asarray(polar, float), np.asarray(azimuth, float))
+    return np.stack((np.sin(polar) * np.cos(azimuth), np.cos(polar), np.sin(polar) * np.sin(azimuth)), -1)
+
+
+def test_trajectory_never_crosses_the_gap():
+    model = c_shaped_model()
+    prev = swing_only(at(0.7, 0.55))
+    q = swing_only(at(0.7, -0.1))  # in the gap, nearer the lower arm
+    assert not model.contains(q)
+    jumped = direction_twist(model.project(q))[0]
+    assert np.arctan2(jumped[2], jumped[0]) < 0  # isolated projection jumps the gap
+    along = model.project_along(q, prev)
+    d, _ = direction_twist(along)
+    assert model.contains(along)
+    assert np.arctan2(d[2], d[0]) > 0.35
+    # random forbidden targets from random allowed starts: the arc start -> result stays allowed
+    rng = np.random.default_rng(11)
+    starts = at(rng.uniform(0.55, 0.85, 300), rng.uniform(0.5, 2.5, 300))
+    targets = at(rng.uniform(0.2, 1.4, 300), rng.uniform(-1.0, 1.5, 300))
+    res = model.project_along(swing_only(targets), swing_only(starts))
+    assert model.contains(res).all()
+    dr, _ = direction_twist(res)
+    t = np.linspace(0, 1, 1000)[:, None, None]
+    arc = unit((1 - t) * starts[None] + t * dr[None])
+    forbidden = ~model.contains(swing_only(arc))
+    # the path may clip a forbidden texel's corner between two samples, never cross the gap
+    length = np.arccos(np.clip(np.sum(starts * dr, axis=-1), -1, 1))
+    texel = np.sqrt(4 * np.pi / 96**2)
+    assert np.all(forbidden.sum(axis=0) / 1000 * length <= 0.5 * texel)
+
+
+def test_trajectory_midpoint_only():
+    model = c_shaped_model()
+    prev = swing_only(at(0.7, 0.55))
+    q = swing_only(at(0.7, -0.1))
+    along = model.project_along(q, prev, steps=2)
+    assert model.contains(along)
+
+
+# -- editing ----------------------------------------------------------------------------------------
+def test_edit_mask_and_recompute(cone_model):
+    layout = "equal_area"
+    shape = (cone_model.config["height"], cone_model.config["width"])
+    probe = tilt(np.array([0.0]), np.array([0.0]))
+    assert cone_model.contains(swing_only(probe))[0]
+    mask = cone_model.params["image"][..., MASK].copy()
+    # forbid a stroke across the whole cone through the rest direction (5 texels wide)
+    c = sm.texel_centres(layout, shape)
+    stroke = np.abs(c[..., 0]) < 2.5 * np.sqrt(4 * np.pi / (shape[0] * shape[1]))
+    mask[stroke] = 0
+    edited = cone_model.with_mask(mask)
+    assert not edited.contains(swing_only(probe))[0]
+    p = edited.project(swing_only(probe))
+    assert edited.contains(p).all()
+    assert edited.config["islands"] == 2
+    # twist channels survive the edit
+    np.testing.assert_array_equal(edited.params["image"][..., TWIST_MIN], cone_model.params["image"][..., TWIST_MIN])
+    # an out-of-date table is refused on load
+    data = cone_model.to_dict()
+    data["params"]["image"][..., MASK] = mask
+    with pytest.raises(ValueError, match="table does not match"):
+        LimitModel.from_dict(data)
+
+
+def test_from_keys():
+    keys = tilt(np.array([0.0, 0.8, -0.8, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 0.6, -0.6]))
+    lo = np.array([-0.5, -0.2, -0.8, -0.4, -0.4])
+    hi = np.array([0.5, 0.9, 0.1, 0.4, 0.4])
+    model = SinusTextureLimit.from_keys(keys, lo, hi, size=64)
+    q = rotation_from_direction_twist(keys, 0.5 * (lo + hi))
+    assert model.contains(q).all()
+    ranges = model._ranges_at(*sm.direction_to_uv(keys, "equal_area"), None)
+    np.testing.assert_allclose(ranges[:, 0], lo, atol=0.1)
+    np.testing.assert_allclose(ranges[:, 1], hi, atol=0.1)
+    assert not model.contains(swing_only(np.array([0.0, -1.0, 0.0])))
+    # with a given mask
+    mask = np.ones((64, 64))
+    full = SinusTextureLimit.from_keys(keys, lo, hi, mask=mask)
+    assert full.contains(swing_only(np.array([0.0, -1.0, 0.0])))
+    with pytest.raises(ValueError):
+        SinusTextureLimit.from_keys(keys, hi, lo)
+
+
+# -- images: bad and extreme ------------------------------------------------------------------------
+def image_of(shape, allowed=True):
+    image = np.zeros(shape + (4,))
+    image[..., MASK] = float(allowed)
+    image[..., TWIST_MIN] = -0.2
+    image[..., TWIST_MAX] = 0.3
+    return image
+
+
+def test_bad_images():
+    with pytest.raises(ValueError, match="4 channels"):
+        SinusTextureLimit.from_image(np.zeros((32, 32, 3)))
+    with pytest.raises(ValueError, match="even"):
+        SinusTextureLimit.from_image(image_of((33, 32)))
+    with pytest.raises(ValueError, match="height, width"):
+        SinusTextureLimit.from_image(np.zeros((32, 32)))
+    with pytest.raises(ValueError, match="every swing"):
+        SinusTextureLimit.from_image(image_of((32, 32), allowed=False))
+    bad = image_of((32, 32))
+    bad[3, 4, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SinusTextureLimit.from_image(bad)
+    with pytest.raises(ValueError, match="layout"):
+        SinusTextureLimit.from_image(image_of((32, 32)), "cubemap")
+    with pytest.raises(ValueError, match="512, 256, 4"):
+        from_kelly_rgba8(np.zeros((256, 512, 4), dtype=np.uint8))
+    with pytest.raises(ValueError, match="4 channels"):
+        from_kelly_rgba8(np.zeros((512, 256, 3), dtype=np.uint8))
+    with pytest.raises(ValueError, match="every swing"):
+        from_kelly_rgba8(np.zeros((512, 256, 4), dtype=np.uint8))
+
+
+def test_all_allowed_only_clamps_twist():
+    model = SinusTextureLimit.from_image(image_of((32, 32)))
+    q = quaternion_random(2000, 4)
+    p = model.project(q)
+    d, t = direction_twist(q)
+    dp, tp = direction_twist(p)
+    np.testing.assert_allclose(dp, d, atol=1e-12)
+    np.testing.assert_allclose(tp, np.clip(t, -0.2, 0.3), atol=1e-9)
+    assert model.contains(p).all()
+    assert model.config["islands"] == 1
+
+
+def test_non_finite_rows():
+    model = SinusTextureLimit.from_image(image_of((32, 32)))
+    q = np.array([[np.nan, 0, 0, 0], [0, 0, 0, 0], [1.0, 0, 0, 0]])
+    np.testing.assert_array_equal(model.contains(q), [False, False, True])
+    p = model.project(q)
+    assert np.isnan(p[0, 0]) and np.all(p[1] == 0)
+
+
+# -- Kelly's 8-bit texture --------------------------------------------------------------------------
+def test_kelly_rgba8_round_trip():
+    model = SinusTextureLimit.fit(cone_cloud(20000), layout="kelly")
+    rgba = to_kelly_rgba8(model)
+    assert rgba.shape == (512, 256, 4) and rgba.dtype == np.uint8
+    back = from_kelly_rgba8(rgba)
+    np.testing.assert_array_equal(back.params["image"][..., MASK], model.params["image"][..., MASK])
+    allowed = model.params["image"][..., MASK] > 0.5
+    for ch in (TWIST_MIN, TWIST_MAX):
+        err = np.abs(back.params["image"][..., ch] - np.clip(model.params["image"][..., ch], -np.pi, np.pi))[allowed]
+        assert err.max() <= 2 * np.pi / 254
+    np.testing.assert_array_equal(to_kelly_rgba8(back), rgba)
+    # forbidden pixels point at the nearest allowed pixel, read as Kelly's shader does
+    forbidden = rgba[..., 0] == 0
+    col = rgba[..., 1].astype(int)
+    row = rgba[..., 2].astype(int) + (255 - rgba[..., 3].astype(int))
+    assert (rgba[row[forbidden], col[forbidden], 0] > 0).all()
+    centres = sm.texel_centres("kelly", sm.KELLY_SHAPE)
+    got = np.sum(centres[forbidden] * centres[row[forbidden], col[forbidden]], axis=-1)
+    np.testing.assert_allclose(got, np.max(centres[forbidden] @ centres[allowed].T, axis=1), atol=1e-12)
+
+
+def test_kelly_export_resamples_other_layouts(cone_model):
+    rgba = to_kelly_rgba8(cone_model)
+    back = from_kelly_rgba8(rgba)
+    d = random_directions(4000)
+    agree = back.contains(swing_only(d)) == cone_model.contains(swing_only(d))
+    assert agree.mean() > 0.97
+
+
+# -- batching and files -----------------------------------------------------------------------------
+def test_stack_equals_per_model():
+    m1 = SinusTextureLimit.fit(cone_cloud(5000), size=32)
+    m2 = SinusTextureLimit.fit(cone_cloud(5000)[:, [0, 3, 2, 1]], size=32)
+    stacked = SinusTextureLimit.stack([m1, m2])
+    q = quaternion_random(2, 9)
+    for _ in range(20):
+        q = quaternion_random(2, RNG)
+        np.testing.assert_array_equal(stacked.contains(q), [m1.contains(q[0]), m2.contains(q[1])])
+        np.testing.assert_allclose(stacked.project(q), np.stack([m1.project(q[0]), m2.project(q[1])]), atol=1e-12)
+    qs = quaternion_random(64, 3).reshape(32, 2, 4)
+    np.testing.assert_allclose(stacked.project(qs)[:, 0], m1.project(qs[:, 0]), atol=1e-12)
+    np.testing.assert_allclose(stacked.stress(qs)[:, 1], m2.stress(qs[:, 1]), atol=1e-12)
+    np.testing.assert_allclose(stacked.project_along(qs, qs[::-1])[:, 1], m2.project_along(qs[:, 1], qs[::-1, 1]), atol=1e-12)
+    other = SinusTextureLimit.fit(cone_cloud(5000), size=64)
+    assert other.group_key() != m1.group_key()
+    with pytest.raises(ValueError, match="cannot stack"):
+        SinusTextureLimit.stack([m1, other])
+
+
+def test_dict_json_and_npz_round_trips():
+    rng = np.random.default_rng(12)
+    cloud = cone_cloud(3000, rng)
+    limit = JointLimit.fit(cloud, kind="sinus_texture", padding=0.03)
+    q = quaternion_random(500, rng)
+    expected = limit.project(q)
+    model = LimitModel.from_dict(limit.model.to_dict())
+    np.testing.assert_array_equal(model.project(q), limit.model.project(q))
+    for loaded in (limit_from_json(limit_to_json(limit)), load_limit_npz(io.BytesIO(limit_to_bytes(limit)))):
+        assert loaded.model.kind == "sinus_texture"
+        assert loaded.model.config == limit.model.config
+        np.testing.assert_array_equal(loaded.project(q), expected)
+        assert loaded.contains(cloud).all()
+
+
+def test_from_dict_validation():
+    data = SinusTextureLimit.from_image(image_of((32, 32))).to_dict()
+    for change in (
+        lambda d: d["config"].update(height=16),
+        lambda d: d["config"].update(layout="cube"),
+        lambda d: d["config"].update(extra=1),
+        lambda d: d["params"]["image"].__setitem__((0, 0, STRESS), 2.0),
+        lambda d: d["params"]["image"].__setitem__((0, 0, TWIST_MIN), 1.0),
+        lambda d: d["params"].update(nearest=d["params"]["nearest"] * 2),
+    ):
+        bad = {"kind": data["kind"], "config": dict(data["config"]), "params": {k: v.copy() for k, v in data["params"].items()}}
+        change(bad)
+        with pytest.raises(ValueError):
+            LimitModel.from_dict(bad)
+
+
+def test_count_islands_across_seams():
+    shape = (32, 32)
+    c = sm.texel_centres("equal_area", shape)
+    # a cap around -Y straddles all four corners (the seams) yet is one island
+    count, _ = count_islands(c[..., 1] < -0.9, "equal_area")
+    assert count == 1
+    count, _ = count_islands((c[..., 1] < -0.9) | (c[..., 1] > 0.9), "equal_area")
+    assert count == 2
