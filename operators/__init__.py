@@ -14,6 +14,7 @@ from .mirror import JOINTLIMITS_OT_mirror
 from .report import JOINTLIMITS_OT_report
 from .sample import JOINTLIMITS_OT_sample
 from .show_cloud import JOINTLIMITS_OT_show_cloud
+from .texture import classes as texture_classes
 
 classes = (
     JOINTLIMITS_OT_sample,
@@ -28,6 +29,7 @@ classes = (
     JOINTLIMITS_OT_show_cloud,
     JOINTLIMITS_OT_save_file,
     JOINTLIMITS_OT_load_file,
+    *texture_classes,
 )
 
 

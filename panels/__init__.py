@@ -5,8 +5,9 @@ import bpy
 
 from .bone_constraints import JOINTLIMITS_PT_bone_constraint
 from .sidebar import JOINTLIMITS_PT_enforce, JOINTLIMITS_PT_limit, JOINTLIMITS_PT_tools
+from .texture import JOINTLIMITS_PT_texture
 
-classes = (JOINTLIMITS_PT_limit, JOINTLIMITS_PT_enforce, JOINTLIMITS_PT_tools, JOINTLIMITS_PT_bone_constraint)
+classes = (JOINTLIMITS_PT_limit, JOINTLIMITS_PT_texture, JOINTLIMITS_PT_enforce, JOINTLIMITS_PT_tools, JOINTLIMITS_PT_bone_constraint)
 
 
 def register():

@@ -23,25 +23,30 @@ def violation_report(obj, scene, action, frames, bone_names=None, progress=None)
         _, rot, _ = evaluated_local_transforms(obj, scene, frames, progress)
     rows = []
     for name, limit in limits.items():
-        v = limit.violation(rot[:, obj.pose.bones.find(name)])
+        q = rot[:, obj.pose.bones.find(name)]
+        v = limit.violation(q)
         worst = int(np.argmax(v))
-        rows.append(
-            {
-                "bone": name,
-                "model": limit.model.kind,
-                "frames": len(frames),
-                "frames_out": int(np.sum(v > INSIDE_TOLERANCE)),
-                "worst_deg": math.degrees(float(v[worst])),
-                "worst_frame": int(frames[worst]),
-            }
-        )
+        row = {
+            "bone": name,
+            "model": limit.model.kind,
+            "frames": len(frames),
+            "frames_out": int(np.sum(v > INSIDE_TOLERANCE)),
+            "worst_deg": math.degrees(float(v[worst])),
+            "worst_frame": int(frames[worst]),
+        }
+        if hasattr(limit.model, "stress"):  # models with a stress map (sinus texture)
+            stress = limit.model.stress(limit.to_relative(q))
+            peak = int(np.argmax(stress))
+            row["stress"], row["stress_frame"] = float(stress[peak]), int(frames[peak])
+        rows.append(row)
     return rows
 
 
 def report_text(obj, action, rows):
     lines = [f"Joint Limits report: {obj.name}, action {action.name!r}", f"{'bone':<20} {'model':<13} {'out':>9} {'worst':>9}  frame"]
     for r in sorted(rows, key=lambda r: -r["worst_deg"]):
-        lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {r['worst_frame']}")
+        stress = f"   stress {r['stress']:.2f} at frame {r['stress_frame']}" if "stress" in r else ""
+        lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {r['worst_frame']}{stress}")
     out = sum(r["frames_out"] > 0 for r in rows)
     lines.append(f"{out} of {len(rows)} limited bones leave their limits")
     return "\n".join(lines)

@@ -52,3 +52,19 @@ def bone_status(pose_bone):
     if v <= 1e-4:
         return ("Inside", True)
     return (f"Outside by {math.degrees(v):.1f}°", False)
+
+
+def texture_details(pose_bone):
+    """Panel lines for a sinus texture: stress at the current pose, share allowed, islands."""
+    if not pose_bone.joint_limit.limit_data:
+        return []
+    try:
+        limit = _limit(pose_bone)
+    except ValueError:
+        return []
+    model = limit.model
+    if not hasattr(model, "stress"):
+        return []
+    stress = float(model.stress(limit.to_relative(local_quaternion(pose_bone))))
+    allowed = float(model.params["image"][..., 0].mean())
+    return [f"Stress {stress:.2f}", f"{100 * allowed:.0f}% of swings allowed, {model.config['islands']} island(s)"]

@@ -77,3 +77,21 @@ def expect_error(operator, match, **kwargs):
 
     with pytest.raises(RuntimeError, match=match):
         operator(**kwargs)
+
+
+def fitted_rig(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", frames=240):
+    """A chain rig whose bone 'lower' (rotation ``mode``) was sampled from a keyed cone motion
+    and fitted with ``model``; returns ``(obj, pose_bone, action)``."""
+    q_lib = addon.limits.quaternion
+    obj = chain_rig()
+    obj.pose.bones["lower"].rotation_mode = mode
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
+    motion[:, 2] = cone_motion(q_lib, frames)
+    action = addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["lower"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    pb = obj.pose.bones["lower"]
+    pb.joint_limit.model = model
+    pb.joint_limit.mode = fit_mode
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    return obj, pb, action

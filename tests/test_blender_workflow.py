@@ -7,7 +7,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, select_only, set_local_rotation
+from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, fitted_rig, select_only, set_local_rotation
 
 MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
 #: A swing of ~100 degrees: far outside the ~34 degree cone the rig is trained on.
@@ -15,19 +15,7 @@ IMPOSSIBLE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
 
 
 def _rig_with_limit(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", frames=240):
-    q_lib = addon.limits.quaternion
-    obj = chain_rig()
-    obj.pose.bones["lower"].rotation_mode = mode
-    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
-    motion[:, 2] = cone_motion(q_lib, frames)
-    action = addon.rig.humanoid.key_rotations(obj, motion, "ROM")
-    select_only(obj, ["lower"])
-    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
-    pb = obj.pose.bones["lower"]
-    pb.joint_limit.model = model
-    pb.joint_limit.mode = fit_mode
-    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
-    return obj, pb, action
+    return fitted_rig(addon, mode, model, fit_mode, frames)
 
 
 def _limit(addon, pb):
