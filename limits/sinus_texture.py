@@ -1242,3 +1242,47 @@ def from_kelly_rgba8(array):
     stress = np.where(mask, a[..., 2] / 255, 1.0)
     image = np.concatenate((mask[..., None].astype(float), twists, stress[..., None]), axis=-1)
     return SinusTextureLimit.from_image(image, "kelly")
+
+
+# -- the rim of the allowed region (sinus cone, boundary tour) -----------------------------------
+def boundary_rim(model, count=64, samples=512):
+    """The rim of the allowed swing region as seen from its centre: ``(directions (count, 3),
+    twist_mid (count,))``.
+
+    Rays leave the centre direction (+Y, the rest swing, when it is allowed; otherwise the
+    solid-angle weighted mean of the allowed texels) at ``count`` even azimuths; along each,
+    ``samples`` steps up to the far pole find the last allowed sample, which is the rim point
+    (allowed, within one step of the outer boundary). ``twist_mid`` is the middle of the twist
+    range there. Exact for regions that are star-shaped about the centre (cones); for others
+    (a ring around a forbidden rest swing, a C shape) it follows the outer boundary as seen from
+    the centre. Used for Kelly's sinus cone mesh and the boundary tour.
+    """
+    image = model.params["image"]
+    if image.ndim != 3:
+        raise ValueError("boundary_rim needs a single (unstacked) sinus texture")
+    layout, shape = model.config["layout"], image.shape[:2]
+    mask = image[..., MASK].ravel() > 0.5
+    y_axis = np.array([0.0, 1.0, 0.0])
+    if mask[sm.direction_to_texel(y_axis, layout, shape)]:
+        centre = y_axis
+    else:
+        omega = sm.texel_solid_angles(layout, shape).ravel()
+        centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+        centre = (centres[mask] * omega[mask, None]).sum(axis=0)
+        centre /= np.linalg.norm(centre)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(centre[0]) < 0.9 else np.array([0.0, 0.0, 1.0])
+    e1 = np.cross(helper, centre)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(centre, e1)
+    azimuth = np.linspace(0.0, 2.0 * np.pi, count, endpoint=False)
+    theta = np.linspace(0.0, np.pi, samples + 1)[1:]
+    around = np.cos(azimuth)[:, None] * e1 + np.sin(azimuth)[:, None] * e2  # (count, 3)
+    rays = np.cos(theta)[None, :, None] * centre + np.sin(theta)[None, :, None] * around[:, None, :]
+    allowed = mask[sm.direction_to_texel(rays, layout, shape)]  # (count, samples)
+    last_in = samples - 1 - np.argmax(allowed[:, ::-1], axis=1)
+    rim_theta = np.where(allowed.any(axis=1), theta[last_in], 0.0)
+    directions = np.cos(rim_theta)[:, None] * centre + np.sin(rim_theta)[:, None] * around
+    u, v = sm.direction_to_uv(directions, layout)
+    texel = sm.uv_to_texel(u, v, shape)
+    twist_mid = 0.5 * (image[..., TWIST_MIN].ravel()[texel] + image[..., TWIST_MAX].ravel()[texel])
+    return directions, twist_mid

@@ -5,6 +5,7 @@ import bpy
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
+from ..rig.cone import boundary_tour, cone_name, update_cone
 from ..rig.texture import edit_image, export_texture, import_texture, rebuild_from_image
 from ._common import armature_in_pose_mode
 
@@ -65,6 +66,8 @@ class JOINTLIMITS_OT_texture_rebuild(bpy.types.Operator):
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        if bpy.data.objects.get(cone_name(context.object, context.active_pose_bone)) is not None:
+            update_cone(context.object, context.active_pose_bone)
         mask = limit.model.params["image"][..., 0]
         islands = limit.model.config["islands"]
         level = {"WARNING"} if islands > 1 else {"INFO"}
@@ -116,4 +119,55 @@ class JOINTLIMITS_OT_texture_import(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
-classes = (JOINTLIMITS_OT_texture_edit, JOINTLIMITS_OT_texture_rebuild, JOINTLIMITS_OT_texture_export, JOINTLIMITS_OT_texture_import)
+class JOINTLIMITS_OT_texture_cone(bpy.types.Operator):
+    """Show the active bone's sinus cone: apex at the bone head, rim along the boundary of its allowed swings"""
+
+    bl_idname = "pose.joint_limits_texture_cone"
+    bl_label = "Show Sinus Cone"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _texture_bone(cls, context)
+
+    def execute(self, context):
+        try:
+            cone = update_cone(context.object, context.active_pose_bone)
+        except ValueError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Sinus cone {cone.name!r} with {len(cone.data.vertices) - 1} rim points")
+        return {"FINISHED"}
+
+
+class JOINTLIMITS_OT_boundary_tour(bpy.types.Operator):
+    """Key the active bone around the boundary of its sinus texture in a new action, to preview the limit"""
+
+    bl_idname = "pose.joint_limits_boundary_tour"
+    bl_label = "Boundary Tour"
+    bl_options = {"REGISTER", "UNDO"}
+
+    count: bpy.props.IntProperty(name="Keys", description="Keys around the boundary", default=48, min=4, max=720)
+
+    @classmethod
+    def poll(cls, context):
+        return _texture_bone(cls, context)
+
+    def execute(self, context):
+        try:
+            action = boundary_tour(context.object, context.active_pose_bone, self.count, context.scene.frame_start)
+        except ValueError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Keyed {self.count} boundary poses into {action.name!r} (assigned; the previous action is kept)")
+        return {"FINISHED"}
+
+
+classes = (
+    JOINTLIMITS_OT_texture_edit,
+    JOINTLIMITS_OT_texture_rebuild,
+    JOINTLIMITS_OT_texture_export,
+    JOINTLIMITS_OT_texture_import,
+    JOINTLIMITS_OT_texture_cone,
+    JOINTLIMITS_OT_boundary_tour,
+)

@@ -20,6 +20,9 @@ class JOINTLIMITS_PT_texture(_SidebarPanel, bpy.types.Panel):
         col.operator("pose.joint_limits_texture_edit", icon="IMAGE_DATA")
         col.operator("pose.joint_limits_texture_rebuild", icon="FILE_REFRESH")
         row = col.row(align=True)
+        row.operator("pose.joint_limits_texture_cone", icon="MESH_CONE", text="Cone")
+        row.operator("pose.joint_limits_boundary_tour", icon="PLAY", text="Tour")
+        row = col.row(align=True)
         row.operator("pose.joint_limits_texture_export", icon="EXPORT", text="Export")
         row.operator("pose.joint_limits_texture_import", icon="IMPORT", text="Import")
         for line in texture_details(context.active_pose_bone):

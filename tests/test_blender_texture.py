@@ -5,7 +5,7 @@ and float EXR files."""
 import bpy
 import numpy as np
 import pytest
-from rigs import expect_error, fitted_rig
+from rigs import evaluated_local_rotation, expect_error, fitted_rig
 
 
 @pytest.fixture
@@ -135,3 +135,31 @@ def test_report_gives_peak_stress_and_its_frame(textured, addon):
     stress = limit.model.stress(limit.to_relative(addon.rig.storage.read_cloud(pb)))
     assert row["stress"] == pytest.approx(stress.max(), abs=1e-4)
     assert f"stress {row['stress']:.2f} at frame {row['stress_frame']}" in text
+
+
+def test_sinus_cone_and_boundary_tour_agree(textured, addon):
+    obj, pb = textured
+    q = addon.limits.quaternion
+    assert bpy.ops.pose.joint_limits_texture_cone() == {"FINISHED"}
+    cone = bpy.data.objects[addon.rig.cone.cone_name(obj, pb)]
+    assert len(cone.data.vertices) == 65 and len(cone.data.polygons) == 65
+    assert bpy.ops.pose.joint_limits_boundary_tour(count=64) == {"FINISHED"}
+    tour = obj.animation_data.action
+    assert tour.name == "lower_boundary_tour" and bpy.data.actions.get("ROM") is not None
+    limit = addon.rig.storage.read_limit(pb)
+    bpy.context.view_layer.update()
+    rim = np.array([cone.matrix_world @ v.co for v in cone.data.vertices])
+    apex, rim = rim[0], rim[1:]
+    for k in (0, 16, 40):
+        bpy.context.scene.frame_set(1 + k)
+        local = evaluated_local_rotation(obj, "lower")
+        assert limit.contains(local), "tour poses are allowed"
+        # the bone's Y axis points along the cone's k-th rim edge
+        y_world = np.array((obj.matrix_world @ pb.matrix).to_3x3().col[1])
+        edge = rim[k] - apex
+        assert np.degrees(np.arccos(np.clip(y_world @ edge / np.linalg.norm(edge), -1, 1))) < 0.5
+        # a little further out along the same azimuth is forbidden
+        d, twist = addon.limits.sinus_texture.direction_twist(limit.to_relative(local))
+        out = d + 0.05 * (d - np.array([0.0, 1.0, 0.0]))
+        beyond = q.quaternion_multiply(limit.reference, addon.limits.sinus_texture.rotation_from_direction_twist(out, twist))
+        assert not limit.contains(beyond)
