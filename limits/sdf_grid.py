@@ -551,6 +551,55 @@ class SdfGridLimit(LimitModel):
         }
         return model
 
+    @classmethod
+    def from_grid(cls, phi, lower, spacing, space="EXP_MAP"):
+        """A model from a signed distance grid built elsewhere (e.g. a sculpted mesh,
+        :func:`~.sculpt.sdf_from_mesh`).
+
+        Parameters
+        ----------
+        phi : (n, n, n) float array
+            Signed distance at the nodes, radians of the parameter space, negative inside;
+            ``n`` = 8..128.
+        lower : (3,) float array
+            Position of node ``(0, 0, 0)``.
+        spacing : (3,) float array
+            Node spacing per axis, positive.
+        space : {"EXP_MAP", "ZYZ"}
+
+        Returns
+        -------
+        SdfGridLimit
+            No closed axes, ``tube`` 0, ``components`` the 6-connected inside components
+            (``phi <= 0``); validated. ``ValueError`` for a bad shape, non-finite values or a
+            grid with no inside node.
+        """
+        phi = np.asarray(phi, dtype=float)
+        if phi.ndim != 3 or len(set(phi.shape)) != 1:
+            raise ValueError(f"phi must be an (n, n, n) grid, got shape {phi.shape}")
+        n = _check_resolution(phi.shape[0])
+        lower = np.asarray(lower, dtype=float).reshape(3)
+        spacing = np.asarray(spacing, dtype=float).reshape(3)
+        for name, value in (("phi", phi), ("lower", lower), ("spacing", spacing)):
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{name} contains NaN or infinity")
+        inside = phi <= 0.0
+        if not inside.any():
+            raise ValueError("the grid has no inside node (the region is empty or thinner than a grid spacing)")
+        _, count = label_components(inside)
+        params = {
+            "phi": phi,
+            "lower": lower,
+            "spacing": spacing,
+            "closed": np.zeros(3),
+            "tube": np.array(0.0),
+            "components": np.array(float(count)),
+        }
+        model = cls(params, {"space": _check_space(space), "resolution": n})
+        model.validate()
+        model.fit_report = {"components": count, "inside_nodes": int(np.count_nonzero(inside))}
+        return model
+
     # -- plain data --------------------------------------------------------------------------------
     def validate(self):
         space = self.config.get("space")

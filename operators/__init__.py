@@ -13,6 +13,7 @@ from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
 from .mirror import JOINTLIMITS_OT_mirror
 from .report import JOINTLIMITS_OT_report
 from .sample import JOINTLIMITS_OT_sample
+from .sculpt import JOINTLIMITS_OT_sculpt_export, JOINTLIMITS_OT_sculpt_rebuild
 from .show_cloud import JOINTLIMITS_OT_show_cloud
 from .texture import classes as texture_classes
 
@@ -29,6 +30,8 @@ classes = (
     JOINTLIMITS_OT_show_cloud,
     JOINTLIMITS_OT_save_file,
     JOINTLIMITS_OT_load_file,
+    JOINTLIMITS_OT_sculpt_export,
+    JOINTLIMITS_OT_sculpt_rebuild,
     *texture_classes,
 )
 

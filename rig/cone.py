@@ -8,7 +8,7 @@ from mathutils import Quaternion
 from ..limits.quaternion import quaternion_multiply
 from ..limits.sinus_texture import boundary_rim, rotation_from_direction_twist
 from .actions import assign_action, bone_path, new_action, rotation_channel_values, write_curve
-from .display import _collection
+from .display import display_object
 from .texture import texture_limit
 
 
@@ -31,16 +31,7 @@ def update_cone(obj, pose_bone, count=64):
     name = cone_name(obj, pose_bone)
     mesh = bpy.data.meshes.new(name)
     mesh.from_pydata(verts.tolist(), [], faces)
-    cone = bpy.data.objects.get(name)
-    if cone is None:
-        cone = bpy.data.objects.new(name, mesh)
-    else:
-        old, cone.data = cone.data, mesh
-        if old.users == 0:
-            bpy.data.meshes.remove(old)
-    coll = _collection(bpy.context.scene)
-    if cone.name not in coll.objects:
-        coll.objects.link(cone)
+    cone = display_object(name, mesh, bpy.context.scene)
     cone.display_type = "WIRE"
     cone.hide_render = True
     for con in [c for c in cone.constraints if c.type == "CHILD_OF"]:

@@ -14,7 +14,8 @@ from .storage import read_cloud, read_limit
 COLLECTION = "Joint Limits Display"
 
 
-def _collection(scene):
+def display_collection(scene):
+    """The collection that holds every display object, linked into ``scene``."""
     coll = bpy.data.collections.get(COLLECTION)
     if coll is None:
         coll = bpy.data.collections.new(COLLECTION)
@@ -23,7 +24,10 @@ def _collection(scene):
     return coll
 
 
-def _object(name, mesh, coll):
+def display_object(name, mesh, scene):
+    """The mesh object ``name`` in the display collection, created or given ``mesh`` (the old
+    mesh is freed when nothing else uses it)."""
+    coll = display_collection(scene)
     obj = bpy.data.objects.get(name)
     if obj is None or obj.type != "MESH":
         obj = bpy.data.objects.new(name, mesh)
@@ -37,7 +41,14 @@ def _object(name, mesh, coll):
     return obj
 
 
-def _instance_dots(cloud_obj, coll, radius):
+def beside_rig(obj, pose_bone, scene):
+    """World position for a bone's rotation-space displays: level with the bone's head, to the
+    side of the rig."""
+    head = obj.matrix_world @ pose_bone.head
+    return np.array(head) + np.array([obj.dimensions.x * 0.5 + 4 * scene.joint_limits.display_scale, 0.0, 0.0])
+
+
+def _instance_dots(cloud_obj, scene, radius):
     """Loose vertices are invisible in Object Mode: instance a small sphere on each one."""
     name = cloud_obj.name + " dot"
     bm = bmesh.new()
@@ -45,7 +56,7 @@ def _instance_dots(cloud_obj, coll, radius):
     mesh = bpy.data.meshes.new(name)
     bm.to_mesh(mesh)
     bm.free()
-    dot = _object(name, mesh, coll)
+    dot = display_object(name, mesh, scene)
     dot.parent = cloud_obj
     dot.location = (0.0, 0.0, 0.0)
     cloud_obj.instance_type = "VERTS"
@@ -77,21 +88,19 @@ def show_bone(obj, pose_bone, scene, offset=None):
     """Create or update the point-cloud and limit-shape objects of ``pose_bone``; returns them."""
     scale = scene.joint_limits.display_scale
     points, verts, faces = bone_rotation_points(pose_bone)
-    coll = _collection(scene)
     base = f"JL {obj.name} {pose_bone.name}"
     if offset is None:
-        head = obj.matrix_world @ pose_bone.head
-        offset = np.array(head) + np.array([obj.dimensions.x * 0.5 + 4 * scale, 0.0, 0.0])
+        offset = beside_rig(obj, pose_bone, scene)
     cloud_mesh = bpy.data.meshes.new(base + " cloud")
     cloud_mesh.from_pydata((points * scale).tolist(), [], [])
-    cloud_obj = _object(base + " cloud", cloud_mesh, coll)
+    cloud_obj = display_object(base + " cloud", cloud_mesh, scene)
     cloud_obj.location = offset
-    _instance_dots(cloud_obj, coll, radius=0.02 * scale)
+    _instance_dots(cloud_obj, scene, radius=0.02 * scale)
     shape_obj = None
     if len(verts):
         shape_mesh = bpy.data.meshes.new(base + " limit")
         shape_mesh.from_pydata((verts * scale).tolist(), [], faces)
-        shape_obj = _object(base + " limit", shape_mesh, coll)
+        shape_obj = display_object(base + " limit", shape_mesh, scene)
         shape_obj.location = offset
         shape_obj.display_type = "WIRE"
         shape_obj.hide_render = True
