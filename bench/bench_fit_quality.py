@@ -31,6 +31,8 @@ DEFAULT_MODELS = [
     "ellipsoid:SWING_TWIST",
     "kdop:FULL",
     "kdop:SWING_TWIST",
+    "sdf_grid:",
+    "sinus_texture:",
 ]
 CATEGORIES = ("upper_arm", "forearm", "thigh", "shin", "spine", "neck", "head", "hand", "foot")
 
