@@ -44,13 +44,11 @@ There is no SWING_TWIST mode.
 import numpy as np
 
 from .constants import EULER_ORDERS, IDENTITY_QUATERNION
-from .model import LimitModel, register_model
+from .model import LimitModel, MovedProjection, register_model
 from .quaternion import (
     as_quaternions,
     euler_from_quaternion,
-    quaternion_angle,
     quaternion_from_euler,
-    quaternion_normalize,
     quaternion_toward,
 )
 from .shape_limit import CONTAINS_TOLERANCE, check_cloud, check_padding, finite_rows
@@ -115,7 +113,7 @@ def _check_order(order):
 
 
 @register_model
-class EulerBoxLimit(LimitModel):
+class EulerBoxLimit(MovedProjection, LimitModel):
     kind = "euler_box"
     ui_order = 10
     FIT_OPTIONS = ("padding", "order")
@@ -160,20 +158,6 @@ class EulerBoxLimit(LimitModel):
         finite = finite_rows(q)
         euler, alternative = self._triples(np.where(finite[..., None], q, IDENTITY_QUATERNION))
         return finite & (self._inside(euler, tolerance) | self._inside(alternative, tolerance))
-
-    def project(self, q):
-        """Blender's Limit Rotation clamp of ``q (..., 4)`` (see the module docstring); allowed
-        rotations and non-finite rows are returned unchanged, results keep ``q``'s cover."""
-        return self._project(q)[0]
-
-    def violation(self, q):
-        """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
-        q = as_quaternions(q)
-        finite = finite_rows(q)
-        q = quaternion_normalize(np.where(finite[..., None], q, IDENTITY_QUATERNION))
-        projected, moved = self._project(q)
-        angle = np.where(moved, quaternion_angle(q, projected), 0.0)
-        return np.where(finite, angle, np.nan)
 
     def _project(self, q):
         q = as_quaternions(q)

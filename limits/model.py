@@ -27,6 +27,7 @@ with :func:`register_model` (``limits/__init__.py`` imports every module of the 
 
 import numpy as np
 
+from .constants import IDENTITY_QUATERNION
 from .quaternion import as_quaternions, quaternion_angle, quaternion_normalize
 
 _REGISTRY = {}
@@ -160,3 +161,23 @@ class LimitModel:
     def __repr__(self):
         shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in self.params.items())
         return f"<{type(self).__name__} {self.config} {shapes}>"
+
+
+class MovedProjection:
+    """Mixin for models whose ``_project(q)`` returns ``(projected (..., 4), moved (...,) bool)``:
+    ``project`` from it, and a ``violation`` that is exactly 0 for rotations the model leaves
+    alone and NaN for non-finite rows."""
+
+    def project(self, q):
+        """Nearest allowed rotations ``(..., 4)``; allowed rotations and non-finite rows are
+        returned unchanged."""
+        return self._project(q)[0]
+
+    def violation(self, q):
+        """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
+        q = as_quaternions(q)
+        finite = np.all(np.isfinite(q), axis=-1)
+        q = quaternion_normalize(np.where(finite[..., None], q, IDENTITY_QUATERNION))
+        projected, moved = self._project(q)
+        angle = np.where(moved, quaternion_angle(q, projected), 0.0)
+        return np.where(finite, angle, np.nan)

@@ -52,16 +52,14 @@ one shape's parameters (possibly with leading axes that broadcast against the po
 import numpy as np
 
 from .constants import BONE_AXIS, EPS, IDENTITY_QUATERNION
-from .model import LimitModel
+from .model import LimitModel, MovedProjection
 from .quaternion import (
     as_quaternions,
     check_finite,
     exp_map_from_quaternion,
-    quaternion_angle,
     quaternion_from_exp_map,
     quaternion_from_exp_map_into,
     quaternion_multiply,
-    quaternion_normalize,
 )
 from .swing_twist import swing_twist_from_quaternion, unit_axis
 
@@ -384,7 +382,7 @@ def _bone_axis_rotations(swing_points, twist_points):
 
 
 # -- the base class ------------------------------------------------------------------------------
-class ShapeLimit(LimitModel):
+class ShapeLimit(MovedProjection, LimitModel):
     """A limit made of convex shapes in exp-map space (see the module docstring).
 
     Subclasses set ``kind``, ``label``, ``description`` and ``SHAPE_PARAMS`` and implement the
@@ -440,21 +438,6 @@ class ShapeLimit(LimitModel):
         for shape, p in zip(self._shapes(), points, strict=True):
             inside = inside & self._contains_shape(shape, p, tolerance)
         return inside
-
-    def project(self, q):
-        """Nearest allowed rotations ``(..., 4)``: each point moved to the nearest point of its
-        shape (Euclidean, in exp-map space); allowed rotations and non-finite rows are returned
-        unchanged."""
-        return self._project(q)[0]
-
-    def violation(self, q):
-        """Geodesic angle in radians from ``q`` to its projection; exactly 0 inside."""
-        q = as_quaternions(q)
-        finite = finite_rows(q)
-        q = quaternion_normalize(np.where(finite[..., None], q, IDENTITY_QUATERNION))
-        projected, moved = self._project(q)
-        angle = np.where(moved, quaternion_angle(q, projected), 0.0)
-        return np.where(finite, angle, np.nan)
 
     def _project(self, q):
         """``(projected (..., 4), moved (...,) bool)``; large unbatched inputs in batches of

@@ -23,6 +23,16 @@ def armature_in_pose_mode(cls, context, need_selection=True):
     return True
 
 
+def active_bone_in_pose_mode(cls, context):
+    """Poll: an armature in Pose Mode with an active pose bone."""
+    if not armature_in_pose_mode(cls, context, need_selection=False):
+        return False
+    if context.active_pose_bone is None:
+        cls.poll_message_set("Make a pose bone active")
+        return False
+    return True
+
+
 def armature_with_action(cls, context):
     if not armature_in_pose_mode(cls, context, need_selection=False):
         return False

@@ -5,16 +5,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..limits.serialize import load_limit, save_limit
 from ..rig.storage import read_limit, write_limit
-from ._common import armature_in_pose_mode
-
-
-def _active_bone_poll(cls, context):
-    if not armature_in_pose_mode(cls, context, need_selection=False):
-        return False
-    if context.active_pose_bone is None:
-        cls.poll_message_set("Make a pose bone active")
-        return False
-    return True
+from ._common import active_bone_in_pose_mode
 
 
 class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
@@ -27,7 +18,7 @@ class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
 
     @classmethod
     def poll(cls, context):
-        return _active_bone_poll(cls, context)
+        return active_bone_in_pose_mode(cls, context)
 
     def execute(self, context):
         pb = context.active_pose_bone
@@ -53,7 +44,7 @@ class JOINTLIMITS_OT_load_file(bpy.types.Operator, ImportHelper):
 
     @classmethod
     def poll(cls, context):
-        return _active_bone_poll(cls, context)
+        return active_bone_in_pose_mode(cls, context)
 
     def execute(self, context):
         pb = context.active_pose_bone

@@ -7,20 +7,11 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..rig.cone import boundary_tour, cone_name, update_cone
 from ..rig.texture import edit_image, export_texture, import_texture, rebuild_from_image
-from ._common import armature_in_pose_mode
-
-
-def _active_bone(cls, context):
-    if not armature_in_pose_mode(cls, context, need_selection=False):
-        return False
-    if context.active_pose_bone is None:
-        cls.poll_message_set("Make a pose bone active")
-        return False
-    return True
+from ._common import active_bone_in_pose_mode
 
 
 def _texture_bone(cls, context):
-    if not _active_bone(cls, context):
+    if not active_bone_in_pose_mode(cls, context):
         return False
     if context.active_pose_bone.joint_limit.model != "sinus_texture":
         cls.poll_message_set("Set the active bone's model to Sinus Texture and fit it")
@@ -107,7 +98,7 @@ class JOINTLIMITS_OT_texture_import(bpy.types.Operator, ImportHelper):
 
     @classmethod
     def poll(cls, context):
-        return _active_bone(cls, context)
+        return active_bone_in_pose_mode(cls, context)
 
     def execute(self, context):
         try:

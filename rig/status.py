@@ -21,14 +21,21 @@ def _limit(pose_bone):
     return limit
 
 
+def _fitted_limit(pose_bone):
+    """The bone's limit for display, or ``None`` (not fitted, or unreadable)."""
+    if not pose_bone.joint_limit.limit_data:
+        return None
+    try:
+        return _limit(pose_bone)
+    except ValueError:
+        return None
+
+
 def model_details(pose_bone):
     """Extra lines for the panel: the signed distance phi at the current pose (models that
     have one, e.g. the SDF grid) and the memory the limit takes."""
-    if not pose_bone.joint_limit.limit_data:
-        return []
-    try:
-        limit = _limit(pose_bone)
-    except ValueError:
+    limit = _fitted_limit(pose_bone)
+    if limit is None:
         return []
     lines = []
     if hasattr(limit.model, "signed_distance"):
@@ -56,15 +63,10 @@ def bone_status(pose_bone):
 
 def texture_details(pose_bone):
     """Panel lines for a sinus texture: stress at the current pose, share allowed, islands."""
-    if not pose_bone.joint_limit.limit_data:
-        return []
-    try:
-        limit = _limit(pose_bone)
-    except ValueError:
+    limit = _fitted_limit(pose_bone)
+    if limit is None or not hasattr(limit.model, "stress"):
         return []
     model = limit.model
-    if not hasattr(model, "stress"):
-        return []
     stress = float(model.stress(limit.to_relative(local_quaternion(pose_bone))))
     allowed = float(model.params["image"][..., 0].mean())
     return [f"Stress {stress:.2f}", f"{100 * allowed:.0f}% of swings allowed, {model.config['islands']} island(s)"]
