@@ -944,8 +944,8 @@ class SinusTextureLimit(LimitModel):
                 dx[far] = nx.take(texel)
                 dy[far] = ny.take(texel)
                 dz[far] = nz.take(texel)
-                low[far] = rt["ranges"][texel, 0]
-                high[far] = rt["ranges"][texel, 1]
+                low[far] = rt["ranges"][:, 0].take(texel)
+                high[far] = rt["ranges"][:, 1].take(texel)
             twist = np.clip(t[moved], low, high)
             new = _compose(dx, dy, dz, twist)
             old = part[moved]
@@ -1147,8 +1147,12 @@ _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 def _safe_rows(part):
     """``(rows, finite)``: rows that are non-finite or zero replaced by the identity, and the
     ``(n,)`` mask of the good rows (``None`` when all are good)."""
-    finite = np.isfinite(part).all(axis=-1)
-    finite &= (part[:, 0] != 0) | (part[:, 1] != 0) | (part[:, 2] != 0) | (part[:, 3] != 0)
+    norm2 = part[:, 0] * part[:, 0]
+    norm2 += part[:, 1] * part[:, 1]
+    norm2 += part[:, 2] * part[:, 2]
+    norm2 += part[:, 3] * part[:, 3]
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(norm2) & (norm2 > 0.0)  # one pass: NaN/inf components and zero rows
     if finite.all():
         return part, None
     return np.where(finite[:, None], part, _IDENTITY), finite
