@@ -475,7 +475,6 @@ class SdfGridLimit(LimitModel):
     def __init__(self, params, config=None):
         super().__init__(params, config)
         self._table = None
-        self._phi_flat = None
         self._inner = {}
         #: Facts about the fit (not stored): sample counts, timings, error bound.
         self.fit_report = {}
@@ -658,7 +657,8 @@ class SdfGridLimit(LimitModel):
         return flat[bone]
 
     def _table_cache(self):
-        """``(bones * n^3, 4)``: phi and its central-difference gradient at every node."""
+        """``(4, bones * n^3)``: phi and its central-difference gradient at every node, one
+        contiguous row per channel."""
         if self._table is None:
             n = self.config["resolution"]
             phi = self.params["phi"].reshape(-1, n, n, n)
@@ -681,8 +681,8 @@ class SdfGridLimit(LimitModel):
                 central[tuple(first)] = np.where(open_, (phi[tuple(second)] - phi[tuple(first)]) / h2, central[tuple(first)])
                 central[tuple(last)] = np.where(open_, (phi[tuple(last)] - phi[tuple(before)]) / h2, central[tuple(last)])
                 table[..., axis + 1] = central
-            self._table = table.reshape(-1, 4)
-            self._phi_flat = np.ascontiguousarray(phi).reshape(-1)
+            # one contiguous row per channel: four 1-D gathers beat one gather of 4-wide rows
+            self._table = np.ascontiguousarray(table.reshape(-1, 4).T)
         return self._table
 
     # -- evaluation ---------------------------------------------------------------------------------------
@@ -751,25 +751,20 @@ class SdfGridLimit(LimitModel):
         fx, fy, fz = weights
         gx, gy, gz = 1.0 - fx, 1.0 - fy, 1.0 - fz
         wxy = [gx * gy, gx * fy, fx * gy, fx * fy]
-        source = table if gradient else self._phi_flat
-        acc = None
+        channels = table if gradient else table[:1]
+        acc = np.zeros((len(channels), len(p)))
         for corner, (di, dj, dk) in enumerate(_CORNERS):
             idx = base + (index1[0] if di else index0[0])
             idx += index1[1] if dj else index0[1]
             idx += index1[2] if dk else index0[2]
             w = wxy[corner // 2] * (fz if dk else gz)
-            term = np.take(source, idx, axis=0)
-            if gradient:
-                term *= w[:, None]
-            else:
+            for k, channel in enumerate(channels):
+                term = channel.take(idx)
                 term *= w
-            if acc is None:
-                acc = term
-            else:
-                acc += term
+                acc[k] += term
         if gradient:
-            return acc[:, 0], acc[:, 1:]
-        return acc, None
+            return acc[0], acc[1:].T
+        return acc[0], None
 
     def _phi(self, p, bone):
         return self._sample(p, bone, gradient=False)[0]
