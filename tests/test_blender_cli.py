@@ -48,7 +48,9 @@ def test_bad_cli_input_exits_non_zero_with_a_message(clean_file, addon, tmp_path
     assert main(["frobnicate"]) != 0
     assert main(["fit", "--object", "NoSuchRig"]) != 0
     assert main(["fit", "--bones", "nope"]) != 0
+    assert main(["fit", "--model", "banana"]) != 0
     assert main(["bake", "--action", "Missing"]) != 0
     assert main(["report", "--action", "Bad"]) != 0, "no limits fitted yet"
     err = capsys.readouterr().err
     assert "NoSuchRig" in err and "nope" in err and "Missing" in err and "no fitted" in err
+    assert "unknown limit model 'banana'" in err and "kdop" in err
