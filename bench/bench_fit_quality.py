@@ -33,6 +33,7 @@ DEFAULT_MODELS = [
     "kdop:SWING_TWIST",
     "sdf_grid:",
     "sinus_texture:",
+    "quaternion_surface:",
 ]
 CATEGORIES = ("upper_arm", "forearm", "thigh", "shin", "spine", "neck", "head", "hand", "foot")
 

@@ -10,6 +10,7 @@ from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
 from .import_bvh import JOINTLIMITS_OT_import_bvh
 from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
+from .metaball import JOINTLIMITS_OT_metaball_export, JOINTLIMITS_OT_metaball_rebuild
 from .mirror import JOINTLIMITS_OT_mirror
 from .report import JOINTLIMITS_OT_report
 from .sample import JOINTLIMITS_OT_sample
@@ -32,6 +33,8 @@ classes = (
     JOINTLIMITS_OT_load_file,
     JOINTLIMITS_OT_sculpt_export,
     JOINTLIMITS_OT_sculpt_rebuild,
+    JOINTLIMITS_OT_metaball_export,
+    JOINTLIMITS_OT_metaball_rebuild,
     *texture_classes,
 )
 

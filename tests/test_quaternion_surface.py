@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The quaternion implicit surface limit (seed 002; numpy only): reconstruction of synthetic
+shapes in quaternion space, carving holes, projection, covers, batching and bad input."""
+
+import numpy as np
+import pytest
+
+from limits.implicit_primitives import primitive_field, surface_points
+from limits.joint import JointLimit
+from limits.model import LimitModel
+from limits.quaternion import quaternion_angle, quaternion_random
+from limits.quaternion_surface import QuaternionSurfaceLimit
+from limits.serialize import limit_from_json, limit_to_json
+
+SURFACE = QuaternionSurfaceLimit
+
+
+def ball(rng, n, axes, centre=(0.0, 0.0, 0.0)):
+    """``n`` points uniformly in an ellipsoid of semi-axes ``axes`` (quaternion vector parts)."""
+    u = rng.normal(size=(n, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return u * (rng.random(n) ** (1 / 3))[:, None] * axes + centre
+
+
+def to_q(p, flip_every=2):
+    """Unit quaternions with vector parts ``p`` (w > 0), every ``flip_every``-th one negated."""
+    q = np.c_[np.sqrt(1.0 - np.sum(p * p, axis=1)), p]
+    q[::flip_every] *= -1.0
+    return q
+
+
+def ellipsoid_cloud(seed=0, n=5000):
+    return ball(np.random.default_rng(seed), n, (0.45, 0.25, 0.15))
+
+
+def dumbbell_cloud(seed=0, n=5000):
+    """Two balls of radius 0.2 at x = +-0.35 joined by a bar of radius 0.07."""
+    rng = np.random.default_rng(seed)
+    lobes = [ball(rng, 2 * n // 5, (0.2,) * 3, (side * 0.35, 0, 0)) for side in (1, -1)]
+    m = n - 2 * (2 * n // 5)
+    x, angle, r = rng.uniform(-0.35, 0.35, m), rng.uniform(0, 2 * np.pi, m), 0.07 * np.sqrt(rng.random(m))
+    return np.vstack(lobes + [np.c_[x, r * np.cos(angle), r * np.sin(angle)]])
+
+
+CAVITY, CAVITY_RADIUS = np.array([0.15, 0.0, 0.0]), 0.2
+
+
+def holed_cloud(seed=0, n=20000):
+    p = ball(np.random.default_rng(seed), n, (0.5,) * 3)
+    return p[np.linalg.norm(p - CAVITY, axis=1) > CAVITY_RADIUS]
+
+
+@pytest.fixture(scope="module")
+def shapes():
+    out = {}
+    for name, p in (("ellipsoid", ellipsoid_cloud()), ("dumbbell", dumbbell_cloud())):
+        out[name] = (p, SURFACE.fit(to_q(p)), SURFACE.fit(to_q(p), grow=False, carve=False))
+    return out
+
+
+@pytest.mark.parametrize("name", ["ellipsoid", "dumbbell"])
+def test_synthetic_shapes_are_reconstructed(shapes, name):
+    p, model, paper = shapes[name]
+    q = to_q(p)
+    assert model.contains(q).all(), "every sample is allowed"
+    assert np.allclose(np.linalg.norm(model.params["pole"] - [1, 0, 0, 0]), 0.0, atol=0.05)
+    far = to_q(np.array([[0.0, 0.0, 0.6], [0.0, 0.7, 0.0], [0.9, 0.0, 0.0]]), 1)
+    assert not model.contains(far).any()
+    assert not paper.contains(far).any()
+    # Fig. 11 (c): the field at the surface points is centred on iso = 1
+    surface = p[surface_points(p)]
+    F = primitive_field(surface, *(paper.params[k] for k in ("centres", "radii", "stickiness", "signs")))[0]
+    assert abs(np.median(F) - 1.0) < 0.03
+    assert np.mean(np.abs(F - 1.0) < 0.1) > 0.8
+    hist, edges = np.histogram(F, bins=20, range=(0.5, 1.5))
+    assert 0.9 <= edges[np.argmax(hist)] + 0.025 <= 1.1
+    assert paper.fit_report["splits"] >= 1 and paper.fit_report["energies"][-1] < paper.fit_report["energies"][0]
+
+
+def test_dumbbell_waist_is_covered_by_the_paper_surface_and_narrowed_by_carving(shapes):
+    p, model, paper = shapes["dumbbell"]
+    plain = SURFACE.fit(to_q(p), carve=False)
+    lobe = to_q(np.array([[0.35, 0.15, 0.0], [-0.35, 0.0, 0.15]]), 1)
+    waist = to_q(np.c_[np.zeros(6), np.linspace(0.15, 0.3, 6), np.zeros(6)], 1)
+    assert paper.contains(lobe).all() and model.contains(lobe).all()
+    assert plain.contains(waist).all(), "k = 5 blends the lobes over the waist (the paper's weakness)"
+    assert model.fit_report["holes"], "the empty space around the bar is found"
+    assert not model.contains(waist).all() and model.contains(waist).sum() < plain.contains(waist).sum()
+
+
+def test_a_hole_is_covered_without_carving_and_outside_with_it():
+    p = holed_cloud()
+    q = to_q(p)
+    plain = SURFACE.fit(q, carve=False)
+    carved = SURFACE.fit(q)
+    centre = to_q(CAVITY[None], 1)
+    assert plain.contains(centre).all(), "the paper's surface covers the hole (its section 4.3)"
+    assert not carved.contains(centre).any()
+    assert carved.contains(q).all(), "carving never removes a sample"
+    holes = carved.fit_report["holes"]
+    assert len(holes) == 1 and holes[0]["primitives"] >= 1
+    assert np.linalg.norm(np.array(holes[0]["centre"]) - CAVITY) < 0.1
+    assert quaternion_angle(np.array(holes[0]["rotation"]), centre[0]) < 0.2
+    assert np.count_nonzero(carved.params["signs"] < 0) == holes[0]["primitives"]
+    # most of the empty ball is now forbidden
+    probe = to_q(ball(np.random.default_rng(5), 500, (0.5 * CAVITY_RADIUS,) * 3, CAVITY), 1)
+    assert carved.contains(probe).mean() < 0.2 < plain.contains(probe).mean()
+
+
+@pytest.mark.parametrize("carve", [False, True])
+def test_projection_ends_on_the_surface_and_closer_than_the_nearest_sample(carve):
+    p = holed_cloud(n=8000)
+    q = to_q(p)
+    model = SURFACE.fit(q, carve=carve)
+    rng = np.random.default_rng(3)
+    queries = np.concatenate((quaternion_random(600, rng), to_q(ball(rng, 300, (0.75,) * 3), 3)))
+    outside = ~model.contains(queries)
+    assert outside.sum() > 300
+    projected = model.project(queries)
+    stats = model.last_projection
+    assert model.contains(projected).all()
+    F = model.field(projected[outside])
+    assert np.abs(F - 1.0).max() < 1e-6, "on the surface"
+    np.testing.assert_array_equal(model.project(projected), projected)  # idempotent
+    np.testing.assert_array_equal(projected[~outside], queries[~outside])
+    moved = quaternion_angle(queries[outside], projected[outside])
+    nearest = np.min(quaternion_angle(queries[outside][:, None, :], q[None, ::4, :]), axis=1)
+    assert np.all(moved <= nearest + 1e-9)
+    np.testing.assert_allclose(model.violation(queries[outside]), moved, atol=1e-9)
+    assert np.all(model.violation(queries[~outside]) == 0.0)
+    assert stats["rows"] == outside.sum() and stats["steps"].sum() == stats["rows"]
+    # worst case is bounded: every row used at most GRADIENT_STEPS steps (or the fallback)
+    assert stats["steps"][0] == 0
+
+
+def test_q_and_minus_q_give_the_same_answers(shapes):
+    _, model, _ = shapes["dumbbell"]
+    q = np.concatenate((quaternion_random(500, 8), to_q(ball(np.random.default_rng(9), 500, (0.6,) * 3), 1)))
+    np.testing.assert_array_equal(model.contains(q), model.contains(-q))
+    np.testing.assert_allclose(model.field(q), model.field(-q), atol=1e-12)
+    a, b = model.project(q), model.project(-q)
+    assert quaternion_angle(a, b).max() < 1e-9
+    assert np.all(np.sum(b * -q, axis=1) >= 0), "results on the input's cover"
+    np.testing.assert_allclose(model.violation(q), model.violation(-q), atol=1e-9)
+
+
+def test_fitting_from_either_cover_gives_the_same_model():
+    p = ellipsoid_cloud(n=2000)
+    a = SURFACE.fit(to_q(p, 2))
+    b = SURFACE.fit(to_q(p, 3))
+    probe = quaternion_random(1000, 2)
+    np.testing.assert_array_equal(a.contains(probe), b.contains(probe))
+
+
+def test_non_finite_rows_and_shapes():
+    model = SURFACE.fit(to_q(ellipsoid_cloud(n=1000)))
+    q = np.array([[np.nan, 0, 0, 0], [1.0, 0, 0, 0], [0.0, 1.0, 0, 0]])
+    assert model.contains(q).tolist() == [False, True, False]
+    out = model.project(q)
+    assert np.array_equal(out[0], q[0], equal_nan=True) and np.array_equal(out[1], q[1])
+    assert np.isnan(model.violation(q)[0]) and model.violation(q)[1] == 0.0 and model.violation(q)[2] > 0
+    assert model.contains(q[1]).shape == () and model.project(q[2]).shape == (4,)
+    assert model.project(np.tile(q[2], (2, 3, 1))).shape == (2, 3, 4)
+
+
+def test_by_hand_carving_and_adding():
+    model = SURFACE.fit(to_q(ellipsoid_cloud(n=2000)))
+    target = to_q(np.array([[0.05, 0.0, 0.0]]), 1)
+    assert model.contains(target).all()
+    carved = model.with_primitive(target[0], 0.08, sign=-1)
+    assert not carved.contains(target).any()
+    added = model.with_primitive([0.0, 0.6, 0.0], 0.5, sign=1)
+    assert added.contains(to_q(np.array([[0.0, 0.6, 0.0]]), 1)).all()
+    assert not model.contains(to_q(np.array([[0.0, 0.6, 0.0]]), 1)).any()
+
+
+def test_joint_limit_round_trips_and_stacking():
+    rng = np.random.default_rng(4)
+    a = JointLimit.fit(to_q(ellipsoid_cloud(1, 1500)), kind="quaternion_surface")
+    b = JointLimit.fit(to_q(ellipsoid_cloud(2, 1500)), kind="quaternion_surface")
+    probe = quaternion_random(400, rng)
+    back = limit_from_json(limit_to_json(a))
+    np.testing.assert_array_equal(back.contains(probe), a.contains(probe))
+    np.testing.assert_array_equal(back.project(probe), a.project(probe))
+    again = LimitModel.from_dict(a.model.to_dict())
+    np.testing.assert_array_equal(again.contains(probe), a.model.contains(probe))
+    if len(a.model.params["radii"]) != len(b.model.params["radii"]):
+        assert a.group_key() != b.group_key(), "different primitive counts never stack"
+    models = [a.model.with_primitive([0.0, 0.0, 0.0], 0.01, sign=1), a.model.with_primitive([0.3, 0.0, 0.0], 0.05, sign=-1)]
+    assert models[0].group_key() == models[1].group_key()
+    stacked = SURFACE.stack(models)
+    q = probe[:2]
+    np.testing.assert_array_equal(stacked.contains(q), [models[0].contains(q[0]), models[1].contains(q[1])])
+    out = stacked.project(q)
+    for i in range(2):
+        np.testing.assert_allclose(out[i], models[i].project(q[i]), atol=1e-12)
+    many = np.stack((probe[:50], probe[50:100]), axis=1)  # (50, B=2, 4)
+    np.testing.assert_array_equal(stacked.contains(many)[:, 1], models[1].contains(probe[50:100]))
+
+
+def test_bad_input_errors_clearly():
+    q = to_q(ellipsoid_cloud(n=100))
+    with pytest.raises(ValueError, match="at least 8 rotations"):
+        SURFACE.fit(q[:5])
+    bad = q.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        SURFACE.fit(bad)
+    with pytest.raises(ValueError, match="shape"):
+        SURFACE.fit(q[:, :3])
+    with pytest.raises(ValueError, match="zero quaternions"):
+        SURFACE.fit(np.vstack((q, np.zeros((1, 4)))))
+    data = SURFACE.fit(q).to_dict()
+    for name, value, message in (
+        ("signs", lambda v: v * 0.5, "signs"),
+        ("radii", lambda v: -v, "must not be negative"),
+        ("stickiness", lambda v: v[:-1], "entries like 'radii'"),
+        ("centres", lambda v: v * np.nan, "NaN"),
+    ):
+        broken = {**data, "params": {**data["params"], name: value(data["params"][name])}}
+        with pytest.raises(ValueError, match=message):
+            LimitModel.from_dict(broken)
+    empty = {**data, "params": {**data["params"], "signs": -np.ones_like(data["params"]["signs"])}}
+    with pytest.raises(ValueError, match="empty"):
+        LimitModel.from_dict(empty)
+
+
+def test_degenerate_clouds_fit():
+    rng = np.random.default_rng(0)
+    same = np.tile([1.0, 0.0, 0.0, 0.0], (20, 1))
+    line = to_q(np.outer(np.linspace(-0.3, 0.3, 50), [1.0, 0.0, 0.0]), 1)
+    flat = to_q(np.c_[rng.uniform(-0.3, 0.3, (200, 2)), np.zeros(200)], 1)
+    for q in (same, line, flat):
+        model = SURFACE.fit(q)
+        assert model.contains(q).all()
+        out = model.project(quaternion_random(100, 1))
+        assert np.isfinite(out).all() and model.contains(out).all()
