@@ -5,8 +5,9 @@ This file only wires the parts together; see README.md for the layout.
 """
 
 from . import cli, enforcement, operators, panels, props
+from .rig import overlay, paint
 
-_parts = (props, operators, panels, enforcement, cli)
+_parts = (props, operators, panels, enforcement, overlay, paint, cli)
 
 
 def register():

@@ -12,11 +12,14 @@ from .import_bvh import JOINTLIMITS_OT_import_bvh
 from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
 from .metaball import JOINTLIMITS_OT_metaball_export, JOINTLIMITS_OT_metaball_rebuild
 from .mirror import JOINTLIMITS_OT_mirror
+from .paint_limits import classes as paint_classes
 from .report import JOINTLIMITS_OT_report
 from .sample import JOINTLIMITS_OT_sample
 from .sculpt import JOINTLIMITS_OT_sculpt_export, JOINTLIMITS_OT_sculpt_rebuild
 from .show_cloud import JOINTLIMITS_OT_show_cloud
+from .swing_sphere import classes as swing_sphere_classes
 from .texture import classes as texture_classes
+from .twist_disk import classes as twist_disk_classes
 
 classes = (
     JOINTLIMITS_OT_sample,
@@ -36,6 +39,9 @@ classes = (
     JOINTLIMITS_OT_metaball_export,
     JOINTLIMITS_OT_metaball_rebuild,
     *texture_classes,
+    *swing_sphere_classes,
+    *twist_disk_classes,
+    *paint_classes,
 )
 
 

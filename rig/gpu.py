@@ -9,6 +9,7 @@ the add-on loads headless without one. In background mode drawing is unavailable
 ``libegl1``) and *aborts the process* without it, so tests call it in a subprocess.
 """
 
+import atexit
 import functools
 import os
 import re
@@ -39,6 +40,14 @@ REQUIRES = re.compile(r"^// Requires: (\S+\.glsl)\s*$", re.MULTILINE)
 
 _SHADERS = {}
 _STATE = {"background_gpu": False}
+
+
+@atexit.register
+def free_shaders():
+    """Drop the compiled shaders. Registered with ``atexit`` (after ``bpy``, so it runs first):
+    GPU objects still referenced when the interpreter tears down can crash ``bpy`` as a module
+    after its GPU context is gone."""
+    _SHADERS.clear()
 
 
 @functools.cache

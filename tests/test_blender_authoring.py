@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Viewport authoring in Blender: painting a limit on the sphere at the bone with Blender's own
+paint stroke, and the swing sphere / twist disk operators (their execute paths; the modal
+drags cannot run without a window and only wrap the same functions)."""
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Vector
+from rigs import fitted_rig
+
+
+@pytest.fixture
+def textured(clean_file, addon):
+    obj, pb, _ = fitted_rig(addon, model="sinus_texture")
+    return obj, pb
+
+
+def _view3d():
+    area = next(a for a in bpy.context.screen.areas if a.type == "VIEW_3D")
+    region = next(r for r in area.regions if r.type == "WINDOW")
+    return area, region
+
+
+def _stroke(centre, radius_px, size):
+    """Dabs on a small spiral around ``centre`` (region pixels)."""
+    dabs = []
+    for i, t in enumerate(np.linspace(0, 4 * np.pi, 25)):
+        r = radius_px * t / (4 * np.pi)
+        x, y = centre[0] + r * np.cos(t), centre[1] + r * np.sin(t)
+        dabs.append(
+            {
+                "name": "",
+                "location": (0.0, 0.0, 0.0),
+                "mouse": (x, y),
+                "mouse_event": (x, y),
+                "pressure": 1.0,
+                "size": size,
+                "time": float(i),
+                "is_start": i == 0,
+                "x_tilt": 0.0,
+                "y_tilt": 0.0,
+            }
+        )
+    return dabs
+
+
+def _paint_pixels(image):
+    w, h = image.size
+    px = np.empty(w * h * 4, dtype=np.float32)
+    image.pixels.foreach_get(px)
+    return px.reshape(h, w, 4)
+
+
+@pytest.mark.parametrize("leave", ["finish_operator", "mode_change"])
+def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, leave):
+    obj, pb = textured
+    storage, paint, maps = addon.rig.storage, addon.rig.paint, addon.limits.sphere_maps
+    # RegionView3D.update() crashes headless, so the view keeps the matrices of the startup
+    # file: bring the rig (scaled up) to the view's focus and paint the allowed pose whose swing
+    # faces the viewer
+    area, region = _view3d()
+    rv3d = area.spaces.active.region_3d
+    obj.scale = (4.0, 4.0, 4.0)
+    obj.location = rv3d.view_location - Vector((0.0, 0.0, 8.0))  # the bone head (z = 2) at the focus
+    bpy.context.view_layer.update()
+    limit = storage.read_limit(pb)
+    cloud = storage.read_cloud(pb)
+    toward_viewer = np.array(rv3d.view_rotation @ Vector((0.0, 0.0, 1.0)))
+    _, _, frame = addon.rig.posing.sphere_geometry(obj, pb)
+    dirs, _ = addon.limits.sinus_texture.direction_twist(limit.to_relative(cloud))
+    facing = (dirs @ frame.T) @ toward_viewer
+    facing[~limit.contains(cloud)] = -2
+    pose = cloud[int(np.argmax(facing))]
+    assert facing.max() > 0.6 and limit.contains(pose)
+    d, _ = addon.limits.sinus_texture.direction_twist(limit.to_relative(pose))
+
+    assert bpy.ops.pose.joint_limits_paint_limit() == {"FINISHED"}
+    assert bpy.context.mode == "PAINT_TEXTURE"
+    sphere = bpy.data.objects[paint.sphere_name(obj, pb)]
+    image = bpy.data.images[paint.paint_image_name(obj, pb)]
+    assert bpy.context.scene.tool_settings.image_paint.canvas == image
+    h, w = limit.model.params["image"].shape[:2]
+    assert tuple(image.size) == (w, h) and len(sphere.data.uv_layers) == 1
+    before = _paint_pixels(image)
+    np.testing.assert_array_equal(before[..., 1] > 0.5, limit.model.params["image"][..., 0] > 0.5)
+    bpy.context.view_layer.update()
+    target = sphere.matrix_world @ Vector(d.tolist())
+    from bpy_extras.view3d_utils import location_3d_to_region_2d
+
+    centre = location_3d_to_region_2d(region, rv3d, target)
+    assert centre is not None and 0 < centre.x < region.width and 0 < centre.y < region.height
+    with bpy.context.temp_override(area=area, region=region, space_data=area.spaces.active):
+        assert bpy.ops.paint.joint_limits_brush(kind="FORBIDDEN") == {"FINISHED"}
+        for _ in range(3):  # a brush at strength 1 removes about half the green per stroke
+            bpy.ops.ed.undo_push(message="Joint Limits test stroke")
+            assert bpy.ops.paint.image_paint(stroke=_stroke(centre, 8, 12), mode="NORMAL") == {"FINISHED"}
+    after = _paint_pixels(image)
+    newly_forbidden = (before[..., 1] >= 0.5) & (after[..., 1] < 0.5)
+    texel = maps.direction_to_texel(d, limit.model.config["layout"], (h, w))
+    assert newly_forbidden.ravel()[texel], "the stroke forbids the swing under the brush"
+    assert 5 < newly_forbidden.sum() < 0.2 * h * w
+    # only under the stroke: texels far from the brush keep their mask
+    centres = maps.texel_centres(limit.model.config["layout"], (h, w))
+    far = np.arccos(np.clip(centres @ d, -1, 1)) > 0.8
+    assert not newly_forbidden[far].any()
+    np.testing.assert_array_equal(after[..., 0], before[..., 0])  # stress untouched
+
+    if leave == "finish_operator":
+        assert bpy.ops.paint.joint_limits_finish() == {"FINISHED"}
+        assert bpy.context.mode == "POSE" and bpy.context.active_pose_bone == pb
+    else:
+        bpy.ops.object.mode_set(mode="OBJECT")  # leaving paint mode by any means rebuilds
+        bpy.context.view_layer.update()
+        assert not paint.session()
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode="POSE")
+    rebuilt = storage.read_limit(pb)
+    assert not rebuilt.contains(pose)
+    np.testing.assert_array_equal(rebuilt.model.params["image"][..., 0] < 0.5, after[..., 1] < 0.5)
+    # the live handler moves the pose out of the painted region
+    obj.animation_data.action = None
+    pb.rotation_quaternion = pose
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    moved = np.array(pb.rotation_quaternion)
+    assert rebuilt.violation(moved) < 1e-4
+    d_moved, _ = addon.limits.sinus_texture.direction_twist(rebuilt.to_relative(moved))
+    assert not newly_forbidden.ravel()[maps.direction_to_texel(d_moved, limit.model.config["layout"], (h, w))]
+
+
+def test_paint_brushes_touch_one_channel(textured, addon):
+    paint = addon.rig.paint
+    assert set(paint.BRUSHES) == {"ALLOWED", "FORBIDDEN", "STRESS_UP", "STRESS_DOWN"}
+    for kind, (colour, blend) in paint.BRUSHES.items():
+        channel = paint.PAINT_MASK if kind in ("ALLOWED", "FORBIDDEN") else paint.PAINT_STRESS
+        assert colour[channel] == 1.0 and sum(colour) == 1.0 and blend in ("ADD", "SUB")
+    obj, pb = textured
+    model = addon.rig.storage.read_limit(pb).model
+    pixels = paint.paint_pixels(model)
+    pixels[:4, :4, paint.PAINT_STRESS] = 0.25
+    rebuilt = paint.model_from_paint(model, pixels)
+    np.testing.assert_allclose(rebuilt.params["image"][:4, :4, 3], 0.25)
+    np.testing.assert_array_equal(rebuilt.params["image"][..., 1:3], model.params["image"][..., 1:3])
+    with pytest.raises(ValueError, match="paint image"):
+        paint.model_from_paint(model, pixels[:8])
+
+
+def test_swing_sphere_and_twist_disk_operators(textured, addon):
+    obj, pb = textured
+    ph, posing, overlay = addon.limits.pose_helper, addon.rig.posing, addon.rig.overlay
+    obj.animation_data.action = None
+    limit = addon.rig.storage.read_limit(pb)
+    local = addon.rig.pose_io.local_quaternion
+    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[5]
+    _, twist = ph.current_direction_twist(local(pb), limit.reference)
+    bpy.ops.pose.joint_limits_clear_picks()
+    targets = [np.array([0.2, 0.95, 0.1]), np.array([-0.3, 0.9, 0.2])]
+    for t in targets:
+        assert bpy.ops.pose.joint_limits_swing_sphere(direction=t.tolist()) == {"FINISHED"}
+    d, twist_now = ph.current_direction_twist(local(pb), limit.reference)
+    assert np.allclose(d, targets[-1] / np.linalg.norm(targets[-1]), atol=1e-6) and np.isclose(twist_now, twist, atol=1e-6)
+    # the bone's world Y axis points along the picked direction in the swing frame
+    bpy.context.view_layer.update()
+    centre, radius, frame = posing.sphere_geometry(obj, pb)
+    y_world = np.array((obj.matrix_world @ pb.matrix).to_3x3().col[1])
+    assert np.allclose(y_world / np.linalg.norm(y_world), frame @ d, atol=1e-5)
+    assert np.allclose(centre, np.array(obj.matrix_world @ pb.head))
+    # a mouse ray from outside picks the direction it hits
+    hit_d, hit = posing.pick(obj, pb, centre + 5 * frame @ d, -(frame @ d))
+    assert hit and np.allclose(hit_d, d)
+    assert len(overlay.picks()) == 2
+    count = pb.joint_limit.cloud_count
+    assert bpy.ops.pose.joint_limits_picks_to_cloud() == {"FINISHED"}
+    assert pb.joint_limit.cloud_count == count + 2
+    bpy.context.scene.frame_current = 10
+    assert bpy.ops.pose.joint_limits_key_picks(step=0.05) == {"FINISHED"}
+    assert overlay.picks() == []
+    curves = addon.rig.actions.bone_rotation_curves(obj, obj.animation_data.action)
+    frames = {k.co[0] for channel in curves[pb.name].values() for fc in channel.values() for k in fc.keyframe_points}
+    assert min(frames) == 10 and len(frames) > 3  # one key per frame along the arcs
+    # the twist disk: set the twist, then record it as the maximum twist at this swing
+    assert bpy.ops.pose.joint_limits_twist_disk(twist=0.2) == {"FINISHED"}
+    d, twist_now = ph.current_direction_twist(local(pb), limit.reference)
+    assert np.isclose(twist_now, 0.2) and np.allclose(d, targets[-1] / np.linalg.norm(targets[-1]), atol=1e-6)
+    assert bpy.ops.pose.joint_limits_record_twist_limit(side="MAX") == {"FINISHED"}
+    assert posing.twist_keys(pb).shape == (1, 5)
+    low, high = ph.twist_range_at(addon.rig.storage.read_limit(pb), d)
+    assert abs(high - 0.2) < 0.05 and low < high
+    # the overlay data of the bone reflects it
+    data = overlay.overlay_data(obj, pb)
+    assert np.allclose(data["direction"], d) and np.isclose(data["twist"], 0.2) and not data["opposite"]
+    assert data["twist_range"] is not None and len(data["boundary"]) > 8
