@@ -16,6 +16,7 @@ from bpy.app.handlers import persistent
 
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
+from .rig.app_handlers import install, uninstall
 from .rig.pose_io import PoseArrays
 from .rig.storage import read_limit
 
@@ -255,21 +256,10 @@ HANDLERS = (
 )
 
 
-def ours(handler_list):
-    """Handlers in ``handler_list`` that belong to this add-on (by module name)."""
-    return [h for h in handler_list if getattr(h, "__module__", "") == __name__]
-
-
 def register():
-    for handler_list, func in HANDLERS:
-        for old in ours(handler_list):
-            if old.__name__ == func.__name__:
-                handler_list.remove(old)
-        handler_list.append(func)
+    install(HANDLERS, __name__)
 
 
 def unregister():
-    for handler_list, _func in HANDLERS:
-        for old in ours(handler_list):
-            handler_list.remove(old)
+    uninstall(HANDLERS, __name__)
     reset()

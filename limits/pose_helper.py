@@ -3,7 +3,7 @@
 
 Kelly's "Pose Helper" (seed 003, "Model Posing", "Setting Twist"): a sphere centred on the bone
 head, in the frame the bone's swings are measured in (its parent's pose, the rest pose and the
-limit's reference: ``rig/cone.py``'s ``_swing_frame``), shows where the bone may point; the
+limit's reference: ``rig/cone.py``'s ``swing_frame``), shows where the bone may point; the
 animator drags on it to swing the bone and on a disk about the bone axis to twist it.
 
 Conventions are those of :mod:`.sinus_texture`: a reference-relative rotation ``q`` splits into

@@ -8,7 +8,7 @@ from mathutils import Quaternion
 from ..limits.quaternion import quaternion_multiply
 from ..limits.sinus_texture import boundary_rim, rotation_from_direction_twist
 from .actions import assign_action, bone_path, new_action, rotation_channel_values, write_curve
-from .display import display_object
+from .display import display_object, place_at_bone
 from .texture import texture_limit
 
 
@@ -34,21 +34,11 @@ def update_cone(obj, pose_bone, count=64):
     cone = display_object(name, mesh, bpy.context.scene)
     cone.display_type = "WIRE"
     cone.hide_render = True
-    for con in [c for c in cone.constraints if c.type == "CHILD_OF"]:
-        cone.constraints.remove(con)
-    cone.parent = None
-    cone.matrix_world = obj.matrix_world @ _swing_frame(pose_bone, limit.reference)
-    follow = cone.constraints.new("CHILD_OF")
-    follow.target = obj
-    if pose_bone.parent is not None:
-        follow.subtarget = pose_bone.parent.name
-        follow.inverse_matrix = (obj.matrix_world @ pose_bone.parent.matrix).inverted()
-    else:
-        follow.inverse_matrix = obj.matrix_world.inverted()
+    place_at_bone(cone, obj, pose_bone, swing_frame(pose_bone, limit.reference))
     return cone
 
 
-def _swing_frame(pose_bone, reference):
+def swing_frame(pose_bone, reference):
     """Armature-space matrix of the frame swings are measured in, at the bone head."""
     bone = pose_bone.bone
     if pose_bone.parent is not None:

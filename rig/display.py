@@ -41,6 +41,23 @@ def display_object(name, mesh, scene):
     return obj
 
 
+def place_at_bone(display, obj, pose_bone, matrix):
+    """Put ``display`` at armature-space ``matrix`` of rig ``obj`` and make it follow the bone's
+    parent (a Child Of constraint), so it stays in the frame the bone's swing is measured in."""
+    for con in [c for c in display.constraints if c.type == "CHILD_OF"]:
+        display.constraints.remove(con)
+    display.parent = None
+    display.matrix_world = obj.matrix_world @ matrix
+    follow = display.constraints.new("CHILD_OF")
+    follow.target = obj
+    if pose_bone.parent is not None:
+        follow.subtarget = pose_bone.parent.name
+        follow.inverse_matrix = (obj.matrix_world @ pose_bone.parent.matrix).inverted()
+    else:
+        follow.inverse_matrix = obj.matrix_world.inverted()
+    return display
+
+
 def beside_rig(obj, pose_bone, scene):
     """World position for a bone's rotation-space displays: level with the bone's head, to the
     side of the rig."""

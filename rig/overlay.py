@@ -114,7 +114,7 @@ def overlay_data(obj, pose_bone, radius=None):
     and ``twist`` (the current swing), ``opposite`` (the swing points away from the rest
     direction), ``twist_range`` ((low, high) or None), ``picks`` (list of (3,)) and ``rest``.
     """
-    from .cone import _swing_frame
+    from .cone import swing_frame
     from .pose_io import local_quaternion
 
     key = pose_bone.joint_limit.limit_data
@@ -128,7 +128,7 @@ def overlay_data(obj, pose_bone, radius=None):
     boundary = _state["samples"].get(boundary_key)
     if boundary is None:
         boundary = _state["samples"][boundary_key] = ph.boundary_loop(image, layout)
-    frame = np.array(obj.matrix_world @ _swing_frame(pose_bone, limit.reference))
+    frame = np.array(obj.matrix_world @ swing_frame(pose_bone, limit.reference))
     if radius is None:
         radius = RADIUS_FACTOR * pose_bone.bone.length
     matrix = frame @ np.diag([radius, radius, radius, 1.0])

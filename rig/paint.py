@@ -28,8 +28,9 @@ from mathutils import Matrix
 from ..limits.joint import JointLimit
 from ..limits.pose_helper import layout_sphere
 from ..limits.sinus_texture import MASK, STRESS
-from .cone import _swing_frame
-from .display import display_object
+from .app_handlers import install, uninstall
+from .cone import swing_frame
+from .display import display_object, place_at_bone
 from .storage import write_limit
 from .texture import texture_limit
 
@@ -163,19 +164,9 @@ def update_paint_sphere(obj, pose_bone, cells=64, refresh_image=True):
     sphere = display_object(name, mesh, bpy.context.scene)
     sphere.hide_render = True
     sphere.hide_set(False)
-    for con in [c for c in sphere.constraints if c.type == "CHILD_OF"]:
-        sphere.constraints.remove(con)
-    sphere.parent = None
     radius = RADIUS_FACTOR * pose_bone.bone.length
-    frame = obj.matrix_world @ _swing_frame(pose_bone, limit.reference)
-    sphere.matrix_world = frame @ Matrix.Diagonal((radius, radius, radius, 1.0))
-    follow = sphere.constraints.new("CHILD_OF")
-    follow.target = obj
-    if pose_bone.parent is not None:
-        follow.subtarget = pose_bone.parent.name
-        follow.inverse_matrix = (obj.matrix_world @ pose_bone.parent.matrix).inverted()
-    else:
-        follow.inverse_matrix = obj.matrix_world.inverted()
+    frame = swing_frame(pose_bone, limit.reference) @ Matrix.Diagonal((radius, radius, radius, 1.0))
+    place_at_bone(sphere, obj, pose_bone, frame)
     return sphere, image
 
 
@@ -291,21 +282,10 @@ def on_load(*_args):
 HANDLERS = ((bpy.app.handlers.depsgraph_update_post, on_depsgraph_update_post), (bpy.app.handlers.load_post, on_load))
 
 
-def ours(handler_list):
-    """Handlers in ``handler_list`` that belong to this module."""
-    return [h for h in handler_list if getattr(h, "__module__", "") == __name__]
-
-
 def register():
-    for handler_list, func in HANDLERS:
-        for old in ours(handler_list):
-            if old.__name__ == func.__name__:
-                handler_list.remove(old)
-        handler_list.append(func)
+    install(HANDLERS, __name__)
 
 
 def unregister():
-    for handler_list, _func in HANDLERS:
-        for old in ours(handler_list):
-            handler_list.remove(old)
+    uninstall(HANDLERS, __name__)
     _session.clear()

@@ -56,9 +56,9 @@ def twist_to(pose_bone, twist):
 
 def sphere_geometry(obj, pose_bone):
     """``(centre (3,), radius, frame (3, 3))`` of the swing sphere in world space."""
-    from .cone import _swing_frame
+    from .cone import swing_frame
 
-    m = np.array(obj.matrix_world @ _swing_frame(pose_bone, reference_of(pose_bone)))
+    m = np.array(obj.matrix_world @ swing_frame(pose_bone, reference_of(pose_bone)))
     radius = overlay.RADIUS_FACTOR * pose_bone.bone.length
     scale = np.linalg.norm(m[:3, :3], axis=0)
     return m[:3, 3], radius * float(scale.mean()), m[:3, :3] / scale

@@ -201,7 +201,7 @@ def test_unregister_removes_every_draw_handler(addon):
         assert not hasattr(bpy.types.WindowManager, "joint_limits_swing_sphere")
         with pytest.raises(ValueError):  # already removed from Blender's list
             bpy.types.SpaceView3D.draw_handler_remove(handlers[0], "WINDOW")
-        assert not addon.rig.paint.ours(bpy.app.handlers.depsgraph_update_post)
+        assert not addon.rig.app_handlers.ours(bpy.app.handlers.depsgraph_update_post, addon.rig.paint.__name__)
     finally:
         addon.register()
     assert len(overlay.draw_handlers()) == 1
