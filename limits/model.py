@@ -181,3 +181,33 @@ class MovedProjection:
         projected, moved = self._project(q)
         angle = np.where(moved, quaternion_angle(q, projected), 0.0)
         return np.where(finite, angle, np.nan)
+
+
+class RowsPerBone:
+    """Mixin for models whose maths runs on flat rows: :meth:`_rows` flattens queries against
+    the stacked bone axes, :meth:`_per_row` picks each row's bone parameters. ``LEAD_PARAM``
+    names a parameter with a one-dimensional core (its leading axes are the bone axes)."""
+
+    LEAD_PARAM = ""
+
+    def _lead(self):
+        return self.params[self.LEAD_PARAM].shape[:-1]
+
+    def _rows(self, q):
+        """``(rows (R, 4), bone (R,) or None, lead shape)`` for queries ``q (..., 4)``."""
+        lead_params = self._lead()
+        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
+        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
+        if not lead_params:
+            return rows, None, lead
+        count = int(np.prod(lead_params))
+        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
+        return rows, bone, lead
+
+    def _per_row(self, name, bone):
+        """Parameter ``name`` for each row's bone (as it is when not stacked)."""
+        value = self.params[name]
+        if bone is None:
+            return value
+        flat = value.reshape((-1,) + value.shape[len(self._lead()) :])
+        return flat[bone]

@@ -90,7 +90,7 @@ import numpy as np
 from .constants import IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
-from .model import LimitModel, MovedProjection, register_model
+from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
@@ -298,11 +298,12 @@ def _grow(points, centres, radii, stickiness, signs, rounds=30):
 
 
 @register_model
-class QuaternionSurfaceLimit(MovedProjection, LimitModel):
+class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
     """Allowed rotations inside an implicit surface of spherical primitives in quaternion
     vector-part space (seed 002), with negative primitives carving holes (module docstring)."""
 
     kind = "quaternion_surface"
+    LEAD_PARAM = "pole"
     label = "Quaternion Surface"
     description = "Implicit surface of blended spheres in quaternion space (Herda et al.), holes carved by negative spheres"
     ui_order = 80
@@ -548,26 +549,6 @@ class QuaternionSurfaceLimit(MovedProjection, LimitModel):
         return (self.kind, tuple(sorted(self.config.items())), int(self.params["radii"].shape[-1]))
 
     # -- evaluation ------------------------------------------------------------------------------
-    def _lead(self):
-        return self.params["pole"].shape[:-1]
-
-    def _rows(self, q):
-        lead_params = self._lead()
-        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
-        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
-        if not lead_params:
-            return rows, None, lead
-        count = int(np.prod(lead_params))
-        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
-        return rows, bone, lead
-
-    def _per_row(self, name, bone):
-        value = self.params[name]
-        if bone is None:
-            return value
-        flat = value.reshape((-1,) + value.shape[len(self._lead()) :])
-        return flat[bone]
-
     def _prims(self, bone):
         return tuple(self._per_row(name, bone) for name in ("centres", "radii", "stickiness", "signs"))
 

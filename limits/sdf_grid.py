@@ -112,7 +112,7 @@ import numpy as np
 from .cloud import _segment_starts, densify_slerp
 from .constants import IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
-from .model import LimitModel, register_model
+from .model import LimitModel, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
@@ -455,10 +455,11 @@ def _build(points, lower, spacing, closed, n, tube):
 
 # -- the model ---------------------------------------------------------------------------------------------
 @register_model
-class SdfGridLimit(LimitModel):
+class SdfGridLimit(RowsPerBone, LimitModel):
     """Signed distance field on a grid in exp-map (or ZYZ) space; see the module docstring."""
 
     kind = "sdf_grid"
+    LEAD_PARAM = "lower"
     label = "SDF Grid"
     description = "Signed distance field around the sampled motion (tube plus enclosed pockets); tight and non-convex"
     ui_order = 60
@@ -635,26 +636,6 @@ class SdfGridLimit(LimitModel):
         return int(sum(value.nbytes for value in self.params.values()))
 
     # -- batching helpers --------------------------------------------------------------------------------
-    def _lead(self):
-        return self.params["lower"].shape[:-1]
-
-    def _rows(self, q):
-        """``(rows (R, 4), bone (R,) or None, lead shape)`` for queries ``q (..., 4)``."""
-        lead_params = self._lead()
-        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
-        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
-        if not lead_params:
-            return rows, None, lead
-        count = int(np.prod(lead_params))
-        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
-        return rows, bone, lead
-
-    def _per_row(self, name, bone):
-        value = self.params[name]
-        if bone is None:
-            return value
-        flat = value.reshape((-1,) + value.shape[len(self._lead()) :])
-        return flat[bone]
 
     def _table_cache(self):
         """``(4, bones * n^3)``: phi and its central-difference gradient at every node, one
