@@ -931,28 +931,38 @@ class SinusTextureLimit(LimitModel):
             r = self._lookup(safe, None if bone is None else bone[start:stop])
             t = r["twist"]
             inside = r["allowed"] & (t >= r["low"] - CONTAINS_TOLERANCE) & (t <= r["high"] + CONTAINS_TOLERANCE)
-            moved = np.flatnonzero(~inside if finite is None else finite & ~inside)
+            move = ~inside if finite is None else finite & ~inside
+            moved = np.flatnonzero(move)
             if moved.size == 0:
                 continue
-            allowed = r["allowed"][moved]
-            dx, dy, dz = (c[moved] for c in r["direction"])
-            low = r["low"][moved]
-            high = r["high"][moved]
+            # Mostly moving (far-away input): work on every row and restore the rest at the
+            # end, which is cheaper than gathering and scattering most of the chunk.
+            rows_all = 2 * moved.size > len(part)
+            pick = slice(None) if rows_all else moved
+            allowed = r["allowed"][pick]
+            dx, dy, dz = (c[pick] for c in r["direction"])
+            low = r["low"][pick]
+            high = r["high"][pick]
             far = np.flatnonzero(~allowed)
             if far.size:
-                texel = r["texel"][moved[far]]
+                texel = r["texel"][far] if rows_all else r["texel"][moved[far]]
                 nx, ny, nz = rt["nearest_xyz"]
                 dx[far] = nx.take(texel)
                 dy[far] = ny.take(texel)
                 dz[far] = nz.take(texel)
                 low[far] = rt["ranges"][:, 0].take(texel)
                 high[far] = rt["ranges"][:, 1].take(texel)
-            twist = np.clip(t[moved], low, high)
+            twist = np.clip(t[pick], low, high)
             new = _compose(dx, dy, dz, twist)
-            old = part[moved]
+            old = part[pick]
             dot = new[:, 0] * old[:, 0] + new[:, 1] * old[:, 1] + new[:, 2] * old[:, 2] + new[:, 3] * old[:, 3]
             new[dot < 0.0] *= -1.0
-            out[start + moved] = new
+            if rows_all:
+                keep = ~move
+                new[keep] = part[keep]
+                out[start:stop] = new
+            else:
+                out[start + moved] = new
         return out.reshape(lead + (4,))
 
     def project_along(self, q, previous_valid_q, steps=None, guard_allowed=True):
