@@ -677,8 +677,7 @@ class SinusTextureLimit(LimitModel):
         model = cls(
             {"image": image, "nearest": nearest}, {"layout": layout, "height": shape[0], "width": shape[1], "islands": islands}
         )
-        # one cell per texel: a report, and the 16-cell measure costs over a second cold
-        omega = sm.texel_solid_angles(layout, shape, subdivisions=1).ravel()
+        omega = sm.texel_solid_angles(layout, shape).ravel()
         flat_labels = labels.ravel()
         ids, inverse = np.unique(flat_labels[flat_labels >= 0], return_inverse=True)
         areas = np.bincount(inverse, weights=omega[flat_labels >= 0])
@@ -1281,7 +1280,7 @@ def boundary_rim(model, count=64, samples=512):
     if mask[sm.direction_to_texel(y_axis, layout, shape)]:
         centre = y_axis
     else:
-        omega = sm.texel_solid_angles(layout, shape, subdivisions=1).ravel()
+        omega = sm.texel_solid_angles(layout, shape).ravel()
         centres = sm.texel_centres(layout, shape).reshape(-1, 3)
         centre = (centres[mask] * omega[mask, None]).sum(axis=0)
         centre /= np.linalg.norm(centre)

@@ -44,12 +44,13 @@ octahedral layouts, Kelly's 512 x 256; ``tests/test_sinus_texture.py`` checks th
 layout         solid-angle       largest texel  mean texel      texel at +Y
                ratio max/min     arc (rad)      arc (rad)       (rad)
 =============  ================  =============  ==============  ================
-equal_area     1.008 (exact: 1)  0.033          0.027           0.022
+equal_area     1 (exact)         0.033          0.027           0.022
 octahedral     5.1               0.033          0.026           0.011
 kelly          ~11600            0.092 (5.3 d)  0.014           0.092 (at +Y)
 =============  ================  =============  ==============  ================
 
-(The ratio 1.008 is the error of the numerical integration; the map is exactly equal-area.)
+(Solid angles of the equal-area and Kelly layouts are closed forms; numerical integration of
+the equal-area map gives 1.008, the integration's own error.)
 Equal areas mean every direction is resolved alike and painted strokes keep their size; the
 largest texel is only 1.2x the mean; no seam or pole lies within 90 degrees of the rest
 direction. The plain octahedral map is cheaper but samples the equator five times more
@@ -288,11 +289,29 @@ def _triangle_solid_angle(a, b, c):
 def texel_solid_angles(layout, shape, subdivisions=4):
     """Solid angle of every texel ``(H, W)`` in steradians (read-only, cached; sums to ``4 pi``).
 
-    Each texel is cut into ``subdivisions^2`` cells whose corners are mapped to the sphere and
-    measured as two spherical triangles each.
+    Exact closed forms for the equal-area layout (every texel ``4 pi / (H W)``) and Kelly's
+    (an orthographic hemisphere: ``d omega = rho d rho d theta / sqrt(1 - rho^2)``, so a texel
+    spanning ``[rho_a, rho_b]`` and ``d theta`` has ``d theta (sqrt(1 - rho_a^2) -
+    sqrt(1 - rho_b^2))``). Otherwise each texel is cut into ``subdivisions^2`` cells whose
+    corners are mapped to the sphere and measured as two spherical triangles each.
     """
     check_layout(layout)
     h, w = shape
+    if layout == "equal_area":
+        out = np.full((h, w), 4.0 * np.pi / (h * w))
+        out.flags.writeable = False
+        return out
+    if layout == "kelly":
+        v0, v1 = np.arange(h) / h, (np.arange(h) + 1.0) / h
+
+        def cap(rho):  # solid angle per radian of theta from the pole out to rho
+            return 1.0 - np.sqrt(np.maximum(1.0 - np.minimum(rho, 1.0) ** 2, 0.0))
+
+        lower = cap(2.0 * np.minimum(v1, 0.5)) - cap(2.0 * np.minimum(v0, 0.5))
+        upper = cap(2.0 * (1.0 - np.maximum(v0, 0.5))) - cap(2.0 * (1.0 - np.maximum(v1, 0.5)))
+        out = np.repeat(((lower + upper) * (2.0 * np.pi / w))[:, None], w, axis=1)
+        out.flags.writeable = False
+        return out
     n = int(subdivisions)
     gu = np.arange(w * n + 1) / (w * n)
     gv = np.arange(h * n + 1) / (h * n)

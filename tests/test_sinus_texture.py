@@ -108,6 +108,22 @@ def test_texel_round_trips(layout):
     assert omega.sum() == pytest.approx(4 * np.pi, rel=1e-9)
 
 
+@pytest.mark.parametrize("layout, shape", [("equal_area", (16, 16)), ("kelly", (32, 16)), ("kelly", (33, 16))])
+def test_closed_form_solid_angles_match_integration(layout, shape):
+    exact = sm.texel_solid_angles(layout, shape)
+    # integrate the same layout numerically (many cells per texel) through the generic path
+    n = 24
+    gu = np.arange(shape[1] * n + 1) / (shape[1] * n)
+    gv = np.arange(shape[0] * n + 1) / (shape[0] * n)
+    vv, uu = np.meshgrid(gv, gu, indexing="ij")
+    p = sm.uv_to_direction(uu, vv, layout)
+    a, b, c, d = p[:-1, :-1], p[:-1, 1:], p[1:, 1:], p[1:, :-1]
+    cells = sm._triangle_solid_angle(a, b, c) + sm._triangle_solid_angle(a, c, d)
+    numeric = cells.reshape(shape[0], n, shape[1], n).sum(axis=(1, 3))
+    np.testing.assert_allclose(exact, numeric, rtol=2e-3)
+    assert exact.sum() == pytest.approx(4 * np.pi, rel=1e-12)
+
+
 def test_distortion_picks_equal_area():
     ea = sm.distortion("equal_area", (64, 64))
     octa = sm.distortion("octahedral", (64, 64))
