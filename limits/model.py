@@ -140,6 +140,11 @@ class LimitModel:
     def validate(self):
         """Hook for subclasses: raise ``ValueError`` when params are inconsistent."""
 
+    def region_count(self):
+        """How many disconnected allowed regions the limit has (models that can tell; else
+        ``None``). More than one usually means the samples or an edit left a gap."""
+        return None
+
     # -- batching ------------------------------------------------------------------------
     def group_key(self):
         """Models with equal keys can be stacked."""

@@ -629,6 +629,9 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         if not np.allclose(ring, TWO_PI, rtol=1e-9, atol=1e-9):
             raise ValueError(f"{self.kind} limit: a closed axis must have spacing 2 pi / resolution")
 
+    def region_count(self):
+        return int(np.max(self.params["components"]))
+
     # -- size ----------------------------------------------------------------------------------------
     @property
     def memory_bytes(self):

@@ -756,6 +756,9 @@ class SinusTextureLimit(LimitModel):
         image = np.concatenate((mask[..., None].astype(float), twists, stress[..., None]), axis=-1)
         return cls.from_image(image, layout)
 
+    def region_count(self):
+        return int(self.config["islands"])
+
     def with_mask(self, mask):
         """A new model with ``mask (H, W)`` (nonzero allowed) replacing the mask channel and the
         derived data recomputed; twist and stress channels are kept. For texture painting."""

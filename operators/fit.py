@@ -26,17 +26,20 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
         if not bones:
             self.report({"ERROR"}, "No selected bone has samples; run Sample Rotations first")
             return {"CANCELLED"}
-        failed = []
+        failed, split = [], []
         for pb in bones:
             try:
                 if self.model != "BONE":
                     pb.joint_limit.model = self.model
-                fit_pose_bone(obj, pb)
+                limit = fit_pose_bone(obj, pb)
                 pb.joint_limit.last_error = ""
+                regions = limit.model.region_count()
+                if regions is not None and regions > 1:
+                    split.append(f"{pb.name}: {regions} disconnected regions (gaps in the samples?)")
             except ValueError as err:
                 pb.joint_limit.last_error = str(err)
                 failed.append(f"{pb.name}: {err}")
-        for f in failed[:5]:
+        for f in (failed + split)[:5]:
             self.report({"WARNING"}, f)
         fitted = len(bones) - len(failed)
         if not fitted:

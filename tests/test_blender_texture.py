@@ -163,3 +163,27 @@ def test_sinus_cone_and_boundary_tour_agree(textured, addon):
         out = d + 0.05 * (d - np.array([0.0, 1.0, 0.0]))
         beyond = q.quaternion_multiply(limit.reference, addon.limits.sinus_texture.rotation_from_direction_twist(out, twist))
         assert not limit.contains(beyond)
+
+
+def test_fit_warns_about_disconnected_regions(clean_file, addon, capfd):
+    q = addon.limits.quaternion
+    obj = addon.rig.humanoid.build_armature(addon.limits.skeleton.humanoid_skeleton(), "Humanoid")
+    rng = np.random.default_rng(3)
+    frames = 120
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, len(obj.pose.bones), 1))
+    # two separate swing clusters, 70 degrees either side of rest, nothing in between
+    side = np.where(np.arange(frames) < frames // 2, 1.0, -1.0)
+    swing = np.stack((side * 0.6 + rng.normal(scale=0.05, size=frames), np.zeros(frames), rng.normal(scale=0.05, size=frames)), -1)
+    b = obj.pose.bones.find("forearm.L")
+    motion[:, b] = q.quaternion_from_exp_map(swing)
+    addon.rig.humanoid.key_rotations(obj, motion, "Two")
+    bpy.ops.pose.select_all(action="DESELECT")
+    pb = obj.pose.bones["forearm.L"]
+    if hasattr(pb, "select"):
+        pb.select = True
+    else:
+        pb.bone.select = True
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_fit(model="sinus_texture") == {"FINISHED"}
+    assert addon.rig.storage.read_limit(pb).model.region_count() == 2
+    assert "forearm.L: 2 disconnected regions" in capfd.readouterr().out
