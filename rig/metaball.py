@@ -33,6 +33,16 @@ from ..limits.joint import JointLimit, reference_rotation, relative_cloud
 from ..limits.quaternion import quaternion_angle, quaternion_mean
 from ..limits.quaternion_surface import QuaternionSurfaceLimit
 from .display import beside_rig, display_collection
+from .exported import (
+    PROP_ARMATURE,
+    PROP_BONE,
+    PROP_CENTRE,
+    PROP_MATRIX,
+    PROP_REFERENCE,
+    exported_bone,
+    find_exported,
+    is_exported,
+)
 from .fitting import reference_frame_rotation
 from .storage import read_cloud, read_limit, write_limit
 
@@ -44,12 +54,7 @@ THRESHOLD = 0.05
 #: Blender's largest element stiffness.
 MAX_STIFFNESS = 10.0
 
-#: Custom properties on an exported metaball object.
-PROP_ARMATURE = "joint_limits_armature"
-PROP_BONE = "joint_limits_bone"
-PROP_MATRIX = "joint_limits_export_matrix"
-PROP_REFERENCE = "joint_limits_reference"
-PROP_CENTRE = "joint_limits_centre"
+#: Custom property on an exported metaball object (the others: :mod:`.exported`).
 PROP_POLE = "joint_limits_pole"
 
 
@@ -75,28 +80,19 @@ def primitive_from_stiffness(reach, stiffness, threshold=THRESHOLD):
 
 
 def is_limit_metaball(mb_obj):
-    return mb_obj is not None and mb_obj.type == "META" and PROP_BONE in mb_obj and PROP_MATRIX in mb_obj
+    return is_exported(mb_obj, "META")
 
 
 def find_metaball(obj, pose_bone):
     """The metaball exported for ``pose_bone`` of armature ``obj``, or ``None``."""
-    for candidate in bpy.data.objects:
-        if is_limit_metaball(candidate) and candidate[PROP_ARMATURE] == obj.name and candidate[PROP_BONE] == pose_bone.name:
-            return candidate
-    return None
+    return find_exported("META", obj, pose_bone)
 
 
 def metaball_bone(mb_obj):
     """``(armature object, pose bone)`` of an exported metaball; ``ValueError`` when gone."""
     if not is_limit_metaball(mb_obj):
         raise ValueError(f"{mb_obj.name} is not a metaball exported by Joint Limits")
-    arm = bpy.data.objects.get(mb_obj[PROP_ARMATURE])
-    if arm is None or arm.type != "ARMATURE":
-        raise ValueError(f"{mb_obj.name}: armature {mb_obj[PROP_ARMATURE]!r} not found")
-    pose_bone = arm.pose.bones.get(mb_obj[PROP_BONE])
-    if pose_bone is None:
-        raise ValueError(f"{mb_obj.name}: bone {mb_obj[PROP_BONE]!r} not found in {arm.name}")
-    return arm, pose_bone
+    return exported_bone(mb_obj)
 
 
 def _surface_limit(obj, pose_bone):

@@ -21,16 +21,21 @@ from ..limits.quaternion import quaternion_angle, quaternion_mean
 from ..limits.sculpt import check_closed_manifold, mesh_from_sdf, sdf_from_mesh
 from ..limits.sdf_grid import SdfGridLimit
 from .display import beside_rig, display_object
+from .exported import (
+    PROP_ARMATURE,
+    PROP_BONE,
+    PROP_CENTRE,
+    PROP_MATRIX,
+    PROP_REFERENCE,
+    exported_bone,
+    find_exported,
+    is_exported,
+)
 from .fitting import reference_frame_rotation
 from .storage import read_cloud, read_limit, write_limit
 
-#: Custom properties on an exported mesh object.
-PROP_ARMATURE = "joint_limits_armature"
-PROP_BONE = "joint_limits_bone"
-PROP_MATRIX = "joint_limits_export_matrix"
+#: Custom property on an exported mesh object (the others: :mod:`.exported`).
 PROP_RESOLUTION = "joint_limits_resolution"
-PROP_REFERENCE = "joint_limits_reference"
-PROP_CENTRE = "joint_limits_centre"
 
 #: Grid resolution when the bone's limit is not already an exp-map SDF grid.
 DEFAULT_RESOLUTION = 32
@@ -42,7 +47,7 @@ def sculpt_object_name(obj, pose_bone):
 
 def is_sculpt_mesh(mesh_obj):
     """Whether ``mesh_obj`` was made by :func:`export_sculpt_mesh`."""
-    return mesh_obj is not None and mesh_obj.type == "MESH" and PROP_BONE in mesh_obj and PROP_MATRIX in mesh_obj
+    return is_exported(mesh_obj, "MESH")
 
 
 def sculpt_source(mesh_obj):
@@ -60,10 +65,7 @@ def sculpt_source(mesh_obj):
 
 def find_sculpt_mesh(obj, pose_bone):
     """The mesh exported for ``pose_bone`` of armature ``obj``, or ``None``."""
-    for candidate in bpy.data.objects:
-        if is_sculpt_mesh(candidate) and candidate[PROP_ARMATURE] == obj.name and candidate[PROP_BONE] == pose_bone.name:
-            return candidate
-    return None
+    return find_exported("MESH", obj, pose_bone)
 
 
 def sculpt_bone(mesh_obj):
@@ -71,13 +73,7 @@ def sculpt_bone(mesh_obj):
     source = sculpt_source(mesh_obj)
     if source is None:
         raise ValueError(f"{mesh_obj.name} was not exported by Joint Limits (and does not shrink-wrap onto such a mesh)")
-    arm = bpy.data.objects.get(source[PROP_ARMATURE])
-    if arm is None or arm.type != "ARMATURE":
-        raise ValueError(f"{source.name}: armature {source[PROP_ARMATURE]!r} not found")
-    pose_bone = arm.pose.bones.get(source[PROP_BONE])
-    if pose_bone is None:
-        raise ValueError(f"{source.name}: bone {source[PROP_BONE]!r} not found in {arm.name}")
-    return arm, pose_bone
+    return exported_bone(source)
 
 
 def _exp_map_grid(obj, pose_bone, resolution):
