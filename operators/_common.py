@@ -33,6 +33,46 @@ def active_bone_in_pose_mode(cls, context):
     return True
 
 
+def bone_with_limit_or_samples(cls, context):
+    """Poll: Pose Mode, an active bone with a limit or samples (something to export)."""
+    if not armature_in_pose_mode(cls, context, need_selection=False):
+        return False
+    pb = context.active_pose_bone
+    if pb is None:
+        cls.poll_message_set("Make a bone active")
+        return False
+    if not (pb.joint_limit.limit_data or pb.joint_limit.cloud_count):
+        cls.poll_message_set(f"{pb.name} has no limit or samples; sample an action first")
+        return False
+    return True
+
+
+def exported_to_rebuild(context, *, object_type, modes, noun, where, find, source, missing, foreign):
+    """``(object, None)`` an export-edit-rebuild operator reads, or ``(None, why not)``: the
+    active bone's exported ``object_type`` object in Pose Mode (``find(armature, bone)``), or the
+    active object itself in ``modes`` when ``source(obj)`` ties it to a bone. The texts name
+    the object (``noun``), the allowed modes (``where``), what the bone lacks (``missing``) and
+    what a foreign object is not (``foreign``)."""
+    obj = context.object
+    if obj is None:
+        return None, f"Select an armature in Pose Mode, or an {noun}"
+    if obj.type == "ARMATURE":
+        if context.mode != "POSE":
+            return None, f"Switch the armature to Pose Mode, or select the {noun}"
+        pb = context.active_pose_bone
+        if pb is None:
+            return None, "Make a bone active"
+        found = find(obj, pb)
+        if found is None:
+            return None, f"{pb.name} has no {missing}"
+        return found, None
+    if obj.type != object_type or context.mode not in modes:
+        return None, f"Select an armature in Pose Mode, or an {noun} in {where}"
+    if source(obj) is None:
+        return None, f"{obj.name} {foreign}"
+    return obj, None
+
+
 def armature_with_action(cls, context):
     if not armature_in_pose_mode(cls, context, need_selection=False):
         return False

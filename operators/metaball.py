@@ -5,7 +5,7 @@ Metaball object beside the rig, rebuild the bone's limit from the edited element
 import bpy
 
 from ..rig.metaball import export_metaball, find_metaball, is_limit_metaball, rebuild_from_metaball
-from ._common import armature_in_pose_mode, plural
+from ._common import bone_with_limit_or_samples, exported_to_rebuild, plural
 
 #: Modes in which the active object can be the metaball to rebuild from.
 METABALL_MODES = {"OBJECT", "EDIT_METABALL"}
@@ -20,16 +20,7 @@ class JOINTLIMITS_OT_metaball_export(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not armature_in_pose_mode(cls, context, need_selection=False):
-            return False
-        pb = context.active_pose_bone
-        if pb is None:
-            cls.poll_message_set("Make a bone active")
-            return False
-        if not (pb.joint_limit.limit_data or pb.joint_limit.cloud_count):
-            cls.poll_message_set(f"{pb.name} has no limit or samples; sample an action first")
-            return False
-        return True
+        return bone_with_limit_or_samples(cls, context)
 
     def execute(self, context):
         pb = context.active_pose_bone
@@ -49,24 +40,17 @@ class JOINTLIMITS_OT_metaball_export(bpy.types.Operator):
 
 def _metaball_to_rebuild(context):
     """``(metaball object, None)`` the rebuild reads, or ``(None, why not)``."""
-    obj = context.object
-    if obj is None:
-        return None, "Select an armature in Pose Mode, or an exported limit metaball"
-    if obj.type == "ARMATURE":
-        if context.mode != "POSE":
-            return None, "Switch the armature to Pose Mode, or select the exported limit metaball"
-        pb = context.active_pose_bone
-        if pb is None:
-            return None, "Make a bone active"
-        mb_obj = find_metaball(obj, pb)
-        if mb_obj is None:
-            return None, f"{pb.name} has no exported metaball; use Export Metaball first"
-        return mb_obj, None
-    if obj.type != "META" or context.mode not in METABALL_MODES:
-        return None, "Select an armature in Pose Mode, or an exported limit metaball in Object or Edit Mode"
-    if not is_limit_metaball(obj):
-        return None, f"{obj.name} is not a metaball exported by Joint Limits"
-    return obj, None
+    return exported_to_rebuild(
+        context,
+        object_type="META",
+        modes=METABALL_MODES,
+        noun="exported limit metaball",
+        where="Object or Edit Mode",
+        find=find_metaball,
+        source=lambda obj: obj if is_limit_metaball(obj) else None,
+        missing="exported metaball; use Export Metaball first",
+        foreign="is not a metaball exported by Joint Limits",
+    )
 
 
 class JOINTLIMITS_OT_metaball_rebuild(bpy.types.Operator):

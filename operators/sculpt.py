@@ -6,7 +6,7 @@ import bpy
 from bpy.props import IntProperty
 
 from ..rig.sculpt import export_sculpt_mesh, find_sculpt_mesh, rebuild_from_sculpt_mesh, sculpt_source
-from ._common import armature_in_pose_mode, plural
+from ._common import bone_with_limit_or_samples, exported_to_rebuild, plural
 
 #: Modes in which the active object can be the mesh to rebuild from.
 MESH_MODES = {"OBJECT", "EDIT_MESH", "SCULPT"}
@@ -29,16 +29,7 @@ class JOINTLIMITS_OT_sculpt_export(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not armature_in_pose_mode(cls, context, need_selection=False):
-            return False
-        pb = context.active_pose_bone
-        if pb is None:
-            cls.poll_message_set("Make a bone active")
-            return False
-        if not (pb.joint_limit.limit_data or pb.joint_limit.cloud_count):
-            cls.poll_message_set(f"{pb.name} has no limit or samples; sample an action first")
-            return False
-        return True
+        return bone_with_limit_or_samples(cls, context)
 
     def execute(self, context):
         pb = context.active_pose_bone
@@ -58,24 +49,17 @@ class JOINTLIMITS_OT_sculpt_export(bpy.types.Operator):
 
 def _mesh_to_rebuild(context):
     """``(mesh object, None)`` the rebuild reads, or ``(None, why not)``."""
-    obj = context.object
-    if obj is None:
-        return None, "Select an armature in Pose Mode, or an exported limit mesh"
-    if obj.type == "ARMATURE":
-        if context.mode != "POSE":
-            return None, "Switch the armature to Pose Mode, or select the exported limit mesh"
-        pb = context.active_pose_bone
-        if pb is None:
-            return None, "Make a bone active"
-        mesh_obj = find_sculpt_mesh(obj, pb)
-        if mesh_obj is None:
-            return None, f"{pb.name} has no exported limit mesh; use Export Limit Mesh first"
-        return mesh_obj, None
-    if obj.type != "MESH" or context.mode not in MESH_MODES:
-        return None, "Select an armature in Pose Mode, or an exported limit mesh in Object, Edit or Sculpt Mode"
-    if sculpt_source(obj) is None:
-        return None, f"{obj.name} is not an exported limit mesh (nor shrink-wrapped onto one)"
-    return obj, None
+    return exported_to_rebuild(
+        context,
+        object_type="MESH",
+        modes=MESH_MODES,
+        noun="exported limit mesh",
+        where="Object, Edit or Sculpt Mode",
+        find=find_sculpt_mesh,
+        source=sculpt_source,
+        missing="exported limit mesh; use Export Limit Mesh first",
+        foreign="is not an exported limit mesh (nor shrink-wrapped onto one)",
+    )
 
 
 class JOINTLIMITS_OT_sculpt_rebuild(bpy.types.Operator):
