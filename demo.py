@@ -60,7 +60,7 @@ def _bone_picture(obj, name, impossible_local, path):
 
 def _live_check(obj, scene, frames):
     """Frames of the impossible action played with live enforcement: worst remaining violation."""
-    limits = {pb.name: read_limit(pb) for pb in obj.pose.bones if pb.joint_limit.limit_data}
+    limits = {pb.name: read_limit(pb) for pb in obj.pose.bones if pb.joint_limit.has_limit}
     rows = [obj.pose.bones.find(n) for n in limits]
     worst = 0.0
     scene.joint_limits.enforce_live = True

@@ -101,7 +101,7 @@ def _compile(obj):
     by_key = {}
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
-        if not settings.enabled or not settings.limit_data:
+        if not settings.enabled or not settings.has_limit:
             continue
         try:
             limit = read_limit(pose_bone)

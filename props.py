@@ -2,11 +2,14 @@
 """Settings saved in the .blend: ``PoseBone.joint_limit`` (one per bone, like a constraint) and
 ``Scene.joint_limits`` (live enforcement and display)."""
 
+import uuid
+
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 from . import enforcement
 from .limits.model import model_kinds
+from .rig import datastore
 
 MODEL_ITEMS = model_kinds()
 
@@ -21,7 +24,7 @@ def _owner_pose_bone(settings):
 def _refit(settings, context):
     """A fitting setting changed: refit from the stored cloud so the limit follows the UI."""
     enforcement.invalidate()
-    if not settings.cloud_data or not settings.limit_data:
+    if not settings.has_cloud or not settings.has_limit:
         return
     from .rig.fitting import fit_pose_bone
 
@@ -35,6 +38,21 @@ def _refit(settings, context):
 
 def _changed(settings, context):
     enforcement.invalidate()
+
+
+def _stored(field):
+    """``get``/``set`` for a field kept in the rig's data store (:mod:`.rig.datastore`), so
+    scripts read and write ``joint_limit.limit_data`` as if it were on the bone."""
+
+    def get(settings):
+        return datastore.get(settings, field)
+
+    def set(settings, value):
+        datastore.put(settings, field, value)
+        if field == "limit":  # a new token tells caches the limit changed (undo restores both)
+            settings.limit_token = uuid.uuid4().hex if value else ""
+
+    return {"get": get, "set": set}
 
 
 class JointLimitSettings(bpy.types.PropertyGroup):
@@ -79,8 +97,12 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         default="BONE_Y",
         update=_refit,
     )
-    limit_data: StringProperty(name="Fitted Limit", description="Fitted limit parameters (JSON)", default="", options={"HIDDEN"}, update=_changed)
-    cloud_data: StringProperty(name="Rotation Cloud", description="Sampled local rotations", default="", options={"HIDDEN"})
+    limit_data: StringProperty(name="Fitted Limit", description="Fitted limit parameters (JSON)", options={"HIDDEN"}, update=_changed, **_stored("limit"))
+    cloud_data: StringProperty(name="Rotation Cloud", description="Sampled local rotations", options={"HIDDEN"}, **_stored("cloud"))
+    has_limit: BoolProperty(name="Fitted", description="The bone has a fitted limit", get=lambda s: datastore.has(s, "limit"))
+    has_cloud: BoolProperty(name="Has Samples", description="The bone has a stored rotation cloud", get=lambda s: datastore.has(s, "cloud"))
+    data_key: StringProperty(name="Data Key", description="Names this bone's entries in the rig's data store", default="", options={"HIDDEN"})
+    limit_token: StringProperty(name="Limit Token", description="Changes whenever the fitted limit does (cache key)", default="", options={"HIDDEN"})
     cloud_count: IntProperty(name="Samples", description="Number of sampled rotations", default=0, min=0)
     last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
 
@@ -101,6 +123,7 @@ classes = (JointLimitSettings, JointLimitsSceneSettings)
 
 
 def register():
+    datastore.register()
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.PoseBone.joint_limit = PointerProperty(type=JointLimitSettings)
@@ -112,3 +135,4 @@ def unregister():
     del bpy.types.PoseBone.joint_limit
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
+    datastore.unregister()

@@ -41,7 +41,7 @@ def bone_with_limit_or_samples(cls, context):
     if pb is None:
         cls.poll_message_set("Make a bone active")
         return False
-    if not (pb.joint_limit.limit_data or pb.joint_limit.cloud_count):
+    if not (pb.joint_limit.has_limit or pb.joint_limit.cloud_count):
         cls.poll_message_set(f"{pb.name} has no limit or samples; sample an action first")
         return False
     return True

@@ -26,7 +26,7 @@ class JOINTLIMITS_OT_clear(bpy.types.Operator):
         count = 0
         for pb in selected_bones(context):
             settings = pb.joint_limit
-            had = bool(settings.limit_data) if self.what == "LIMIT" else bool(settings.limit_data or settings.cloud_data)
+            had = settings.has_limit if self.what == "LIMIT" else settings.has_limit or settings.has_cloud
             if self.what in {"LIMIT", "BOTH"}:
                 settings.limit_data = ""
             if self.what in {"SAMPLES", "BOTH"}:

@@ -36,7 +36,7 @@ class JOINTLIMITS_OT_mirror(bpy.types.Operator):
             for name in COPIED:
                 setattr(dst, name, getattr(src, name))
             write_cloud(other, mirror_local_rotation(read_cloud(pb)))
-            if src.limit_data:
+            if src.has_limit:
                 try:
                     fit_pose_bone(obj, other)
                 except ValueError as err:

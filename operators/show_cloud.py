@@ -18,7 +18,7 @@ class JOINTLIMITS_OT_show_cloud(bpy.types.Operator):
 
     def execute(self, context):
         obj = context.object
-        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count or pb.joint_limit.limit_data]
+        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count or pb.joint_limit.has_limit]
         if not bones:
             self.report({"ERROR"}, "No selected bone has samples or a limit")
             return {"CANCELLED"}

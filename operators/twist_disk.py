@@ -88,7 +88,7 @@ class JOINTLIMITS_OT_record_twist_limit(bpy.types.Operator):
     def poll(cls, context):
         if not active_bone_in_pose_mode(cls, context):
             return False
-        if context.active_pose_bone.joint_limit.model != "sinus_texture" or not context.active_pose_bone.joint_limit.limit_data:
+        if context.active_pose_bone.joint_limit.model != "sinus_texture" or not context.active_pose_bone.joint_limit.has_limit:
             cls.poll_message_set("Fit a Sinus Texture limit first")
             return False
         return True

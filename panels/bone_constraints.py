@@ -23,6 +23,6 @@ class JOINTLIMITS_PT_bone_constraint(bpy.types.Panel):
     def draw(self, context):
         pb = context.pose_bone
         layout = self.layout
-        if not pb.joint_limit.limit_data and not pb.joint_limit.cloud_count:
+        if not pb.joint_limit.has_limit and not pb.joint_limit.cloud_count:
             layout.label(text="No samples: use Joint Limits > Sample in the 3-D view sidebar", icon="INFO")
         draw_limit_settings(layout, pb)

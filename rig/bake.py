@@ -16,7 +16,7 @@ def limited_bones(obj, bone_names=None):
     for pb in obj.pose.bones:
         if bone_names is not None and pb.name not in bone_names:
             continue
-        if pb.joint_limit.enabled and pb.joint_limit.limit_data:
+        if pb.joint_limit.enabled and pb.joint_limit.has_limit:
             out[pb.name] = read_limit(pb)
     return out
 

@@ -117,8 +117,8 @@ def overlay_data(obj, pose_bone, radius=None):
     from .cone import swing_frame
     from .pose_io import local_quaternion
 
-    key = pose_bone.joint_limit.limit_data
-    if not key:
+    key = pose_bone.joint_limit.limit_token
+    if not key or not pose_bone.joint_limit.has_limit:
         return None
     limit = _state["samples"].get(("limit", key))
     if limit is None:  # parsing a texture's JSON costs more than a redraw should

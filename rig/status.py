@@ -11,7 +11,7 @@ _parsed = {}
 
 def _limit(pose_bone):
     settings = pose_bone.joint_limit
-    key = (settings.limit_data, settings.use_softening, settings.soft_radius, settings.soft_falloff)
+    key = (settings.limit_token, settings.use_softening, settings.soft_radius, settings.soft_falloff)
     limit = _parsed.get(key)
     if limit is None:
         limit = read_limit(pose_bone)
@@ -23,7 +23,7 @@ def _limit(pose_bone):
 
 def _fitted_limit(pose_bone):
     """The bone's limit for display, or ``None`` (not fitted, or unreadable)."""
-    if not pose_bone.joint_limit.limit_data:
+    if not pose_bone.joint_limit.has_limit:
         return None
     try:
         return _limit(pose_bone)
@@ -48,7 +48,7 @@ def model_details(pose_bone):
 
 def bone_status(pose_bone):
     """``(text, is_inside)`` for the bone's current local rotation, or ``(reason, None)``."""
-    if not pose_bone.joint_limit.limit_data:
+    if not pose_bone.joint_limit.has_limit:
         return ("Not fitted", None)
     try:
         limit = _limit(pose_bone)

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Clouds and fitted limits live in one hidden Text datablock per rig, not on the pose bones:
+every pose edit copies the object's pose (with its custom properties) for evaluation, and these
+can be megabytes per bone. The store must still behave like data on the bone: saved, undone,
+carried through renames, and copied (not shared) when a rig or a bone is duplicated."""
+
+import bpy
+import numpy as np
+from rigs import fitted_rig, select_only
+
+
+def _entries(obj):
+    text = obj.joint_limits_data
+    return {} if text is None else {k: len(v) for k, v in text.items()}
+
+
+def test_pose_bones_keep_only_small_keys(clean_file, addon):
+    obj, pb, _ = fitted_rig(addon, model="sinus_texture")
+    stored = pb.bl_system_properties_get()["joint_limit"]
+    sizes = {k: len(v) if isinstance(v, str) else 0 for k, v in stored.items()}
+    assert max(sizes.values()) < 64, sizes
+    assert len(pb.joint_limit.limit_data) > 100_000  # a sinus texture: the big data is in the store
+    assert obj.joint_limits_data.name.startswith(".JointLimits")
+    assert sorted(_entries(obj)) == sorted(f"{pb.joint_limit.data_key}/{f}" for f in ("cloud", "limit"))
+    assert pb.joint_limit.has_limit and pb.joint_limit.has_cloud
+
+
+def test_duplicated_rig_gets_its_own_copy_when_written(clean_file, addon):
+    obj, pb, _ = fitted_rig(addon)
+    before = pb.joint_limit.limit_data
+    bpy.ops.object.mode_set(mode="OBJECT")
+    with bpy.context.temp_override(selected_objects=[obj], selected_editable_objects=[obj], active_object=obj, object=obj):
+        assert bpy.ops.object.duplicate() == {"FINISHED"}
+    copy = next(o for o in bpy.data.objects if o != obj and o.type == "ARMATURE")
+    assert copy.joint_limits_data == obj.joint_limits_data  # shared until written
+    assert copy.pose.bones["lower"].joint_limit.limit_data == before
+
+    copy.pose.bones["lower"].joint_limit.limit_data = ""
+    assert copy.joint_limits_data != obj.joint_limits_data
+    assert not copy.pose.bones["lower"].joint_limit.has_limit
+    assert copy.pose.bones["lower"].joint_limit.has_cloud  # the rest of the store was copied
+    assert pb.joint_limit.limit_data == before
+    assert obj.joint_limits_data.users == 1 and copy.joint_limits_data.users == 1
+
+
+def test_bone_duplicated_in_edit_mode_stops_sharing_on_write(clean_file, addon):
+    obj, pb, _ = fitted_rig(addon)
+    before = pb.joint_limit.limit_data
+    bpy.ops.object.mode_set(mode="EDIT")
+    for eb in obj.data.edit_bones:
+        eb.select = eb.select_head = eb.select_tail = eb.name == "lower"
+    obj.data.edit_bones.active = obj.data.edit_bones["lower"]
+    assert bpy.ops.armature.duplicate() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="POSE")
+    twin = obj.pose.bones["lower.001"]
+    pb = obj.pose.bones["lower"]
+    assert twin.joint_limit.data_key == pb.joint_limit.data_key  # Blender copied the settings
+
+    twin.joint_limit.limit_data = ""
+    assert twin.joint_limit.data_key != pb.joint_limit.data_key
+    assert pb.joint_limit.limit_data == before
+    assert twin.joint_limit.has_cloud and not twin.joint_limit.has_limit
+
+
+def test_rename_keeps_data_and_deleting_the_rig_purges_the_store(clean_file, addon, tmp_path):
+    obj, pb, _ = fitted_rig(addon)
+    limit = addon.rig.storage.read_limit(pb)
+    pb.name = "forearm"
+    path = str(tmp_path / "store.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Rig"]
+    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(1))
+    reloaded = addon.rig.storage.read_limit(obj.pose.bones["forearm"])
+    np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
+
+    bpy.data.objects.remove(obj)
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    assert not [t.name for t in bpy.data.texts if t.name.startswith(".JointLimits")]
+
+
+def test_undo_brings_a_cleared_limit_back(clean_file, addon, tmp_path):
+    obj, pb, _ = fitted_rig(addon)
+    before = pb.joint_limit.limit_data
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "undo.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "undo.blend"))  # starts the undo stack here
+    obj = bpy.data.objects["Rig"]
+    bpy.ops.ed.undo_push(message="fitted")
+    select_only(obj, ["lower"])
+    # as from the UI: the operator's own undo step (bl_options UNDO) is pushed after it runs
+    assert bpy.ops.pose.joint_limits_clear("EXEC_DEFAULT", True, what="BOTH") == {"FINISHED"}
+    assert not bpy.data.objects["Rig"].pose.bones["lower"].joint_limit.has_limit
+    bpy.ops.ed.undo()
+    pb = bpy.data.objects["Rig"].pose.bones["lower"]
+    assert pb.joint_limit.limit_data == before
+    assert pb.joint_limit.has_cloud
