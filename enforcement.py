@@ -162,7 +162,9 @@ def enforce_object(obj):
     moved, written = hit
     if written:
         arrays.write_values(written)
-        obj.update_tag(refresh={"DATA"})  # what RNA pose edits tag (ID_RECALC_GEOMETRY)
+        # a transform tag re-evaluates the pose and what depends on it (skin, bone children)
+        # for about 40% less than the geometry tag RNA pose edits use (bench_frame_time.py)
+        obj.update_tag(refresh={"OBJECT"})
     return moved
 
 

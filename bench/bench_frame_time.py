@@ -84,7 +84,7 @@ def main():
     def rewrite(scene, depsgraph=None):
         obj.pose.bones.foreach_get("rotation_quaternion", buf)
         obj.pose.bones.foreach_set("rotation_quaternion", buf)
-        obj.update_tag(refresh={"DATA"})
+        obj.update_tag(refresh={"OBJECT"})
 
     bpy.app.handlers.frame_change_post.append(rewrite)
     _, floor = time_frames(scene, args.frames)

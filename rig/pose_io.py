@@ -39,7 +39,8 @@ class PoseArrays:
         self.euler = np.zeros((n, 3), dtype=np.float32)
         self.axis_angle = np.zeros((n, 4), dtype=np.float32)
         pose_bones.foreach_get("rotation_mode", self.modes)
-        self.read(set(np.unique(self.modes).tolist()))
+        lo, hi = int(self.modes.min(initial=0)), int(self.modes.max(initial=0))
+        self.read({MODE_QUATERNION} if lo == hi == MODE_QUATERNION else set(self.modes.tolist()))
 
     def read(self, codes):
         """Read only the channels used by the rotation modes in ``codes``."""

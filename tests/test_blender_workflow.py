@@ -44,6 +44,40 @@ def test_enforce_moves_impossible_pose_inside_in_every_rotation_mode(clean_file,
     assert pb.rotation_mode == mode
 
 
+def test_skinned_mesh_and_bone_children_follow_the_limited_pose(clean_file, addon):
+    """Enforcement tags the rig with the cheapest update that still re-evaluates the pose; what
+    depends on the pose (Armature modifier, bone parenting) must see the limited rotation."""
+    q = addon.limits.quaternion
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    obj.animation_data.action = None
+    mesh = bpy.data.meshes.new("Skin")
+    mesh.from_pydata([(0.0, 0.0, 2.0), (0.0, 0.0, 3.0)], [], [])
+    skin = bpy.data.objects.new("Skin", mesh)
+    child = bpy.data.objects.new("Child", None)
+    for o in (skin, child):
+        bpy.context.scene.collection.objects.link(o)
+    skin.vertex_groups.new(name="lower").add([0, 1], 1.0, "REPLACE")
+    skin.modifiers.new("Armature", "ARMATURE").object = obj
+    child.parent, child.parent_type, child.parent_bone = obj, "BONE", "lower"
+    pb.rotation_quaternion = IMPOSSIBLE
+    bpy.context.scene.frame_set(3)
+    unlimited = np.array(skin.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices[1].co)
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(4)
+
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    matrix = np.array(obj.evaluated_get(depsgraph).pose.bones["lower"].matrix)
+    assert limit.violation(evaluated_local_rotation(obj, "lower")) < 1e-3
+    tail = matrix[:3, :3] @ [0.0, 1.0, 0.0] + matrix[:3, 3]  # 1 m bone: its evaluated tail
+    np.testing.assert_allclose(np.array(child.evaluated_get(depsgraph).matrix_world.translation), tail, atol=1e-5)
+    rest = np.linalg.inv(np.array(obj.data.bones["lower"].matrix_local))
+    expected = (matrix @ rest @ [0.0, 0.0, 3.0, 1.0])[:3]
+    limited = np.array(skin.evaluated_get(depsgraph).data.vertices[1].co)
+    np.testing.assert_allclose(limited, expected, atol=1e-5)
+    assert np.linalg.norm(limited - unlimited) > 0.1
+
+
 def test_influence_blends_the_correction(clean_file, addon):
     q = addon.limits.quaternion
     obj, pb, _ = _rig_with_limit(addon)
