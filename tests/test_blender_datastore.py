@@ -16,7 +16,8 @@ def _entries(obj):
 
 def test_pose_bones_keep_only_small_keys(clean_file, addon):
     obj, pb, _ = fitted_rig(addon, model="sinus_texture")
-    stored = pb.bl_system_properties_get()["joint_limit"]
+    # what Blender stores on the pose bone (5.0 keeps registered properties apart from custom ones)
+    stored = pb.bl_system_properties_get()["joint_limit"] if hasattr(pb, "bl_system_properties_get") else pb["joint_limit"]
     sizes = {k: len(v) if isinstance(v, str) else 0 for k, v in stored.items()}
     assert max(sizes.values()) < 64, sizes
     assert len(pb.joint_limit.limit_data) > 100_000  # a sinus texture: the big data is in the store

@@ -47,7 +47,6 @@ def test_enforce_moves_impossible_pose_inside_in_every_rotation_mode(clean_file,
 def test_skinned_mesh_and_bone_children_follow_the_limited_pose(clean_file, addon):
     """Enforcement tags the rig with the cheapest update that still re-evaluates the pose; what
     depends on the pose (Armature modifier, bone parenting) must see the limited rotation."""
-    q = addon.limits.quaternion
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
     obj.animation_data.action = None
