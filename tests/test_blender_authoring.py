@@ -52,15 +52,14 @@ def _paint_pixels(image):
     return px.reshape(h, w, 4)
 
 
-@pytest.mark.parametrize("leave", ["finish_operator", "mode_change"])
-def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, leave):
-    obj, pb = textured
-    storage, paint, maps = addon.rig.storage, addon.rig.paint, addon.limits.sphere_maps
-    # RegionView3D.update() crashes headless, so the view keeps the matrices of the startup
-    # file: bring the rig (scaled up) to the view's focus and paint the allowed pose whose swing
-    # faces the viewer
-    area, region = _view3d()
-    rv3d = area.spaces.active.region_3d
+def _pose_facing_the_viewer(addon, obj, pb):
+    """Set the view up for a scripted stroke and return ``(pose, direction)``: an allowed pose of
+    the bone's cloud whose swing ``direction`` (swing frame) faces the viewer.
+
+    RegionView3D.update() crashes headless, so the view keeps the matrices of the startup file:
+    the rig (scaled up) moves to the view's focus instead."""
+    storage = addon.rig.storage
+    rv3d = _view3d()[0].spaces.active.region_3d
     obj.scale = (4.0, 4.0, 4.0)
     obj.location = rv3d.view_location - Vector((0.0, 0.0, 8.0))  # the bone head (z = 2) at the focus
     bpy.context.view_layer.update()
@@ -74,6 +73,34 @@ def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, lea
     pose = cloud[int(np.argmax(facing))]
     assert facing.max() > 0.6 and limit.contains(pose)
     d, _ = addon.limits.sinus_texture.direction_twist(limit.to_relative(pose))
+    return pose, d
+
+
+def _paint_forbidden(sphere, d, strokes=3, push=True):
+    """Paint ``strokes`` Forbidden strokes on the paint ``sphere`` around swing direction ``d``
+    with Blender's own paint operator, in the 3-D view. ``push``: an undo step before each
+    stroke (without one a stroke may paint nothing headless, unless an operator run as a user
+    would pushed one since Texture Paint was entered)."""
+    from bpy_extras.view3d_utils import location_3d_to_region_2d
+
+    area, region = _view3d()
+    bpy.context.view_layer.update()
+    centre = location_3d_to_region_2d(region, area.spaces.active.region_3d, sphere.matrix_world @ Vector(d.tolist()))
+    assert centre is not None and 0 < centre.x < region.width and 0 < centre.y < region.height
+    with bpy.context.temp_override(area=area, region=region, space_data=area.spaces.active):
+        assert bpy.ops.paint.joint_limits_brush(kind="FORBIDDEN") == {"FINISHED"}
+        for _ in range(strokes):  # a brush at strength 1 removes about half the green per stroke
+            if push:
+                bpy.ops.ed.undo_push(message="Joint Limits test stroke")
+            assert bpy.ops.paint.image_paint(stroke=_stroke(centre, 8, 12), mode="NORMAL") == {"FINISHED"}
+
+
+@pytest.mark.parametrize("leave", ["finish_operator", "mode_change"])
+def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, leave):
+    obj, pb = textured
+    storage, paint, maps = addon.rig.storage, addon.rig.paint, addon.limits.sphere_maps
+    pose, d = _pose_facing_the_viewer(addon, obj, pb)
+    limit = storage.read_limit(pb)
 
     assert bpy.ops.pose.joint_limits_paint_limit() == {"FINISHED"}
     assert bpy.context.mode == "PAINT_TEXTURE"
@@ -84,17 +111,7 @@ def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, lea
     assert tuple(image.size) == (w, h) and len(sphere.data.uv_layers) == 1
     before = _paint_pixels(image)
     np.testing.assert_array_equal(before[..., 1] > 0.5, limit.model.params["image"][..., 0] > 0.5)
-    bpy.context.view_layer.update()
-    target = sphere.matrix_world @ Vector(d.tolist())
-    from bpy_extras.view3d_utils import location_3d_to_region_2d
-
-    centre = location_3d_to_region_2d(region, rv3d, target)
-    assert centre is not None and 0 < centre.x < region.width and 0 < centre.y < region.height
-    with bpy.context.temp_override(area=area, region=region, space_data=area.spaces.active):
-        assert bpy.ops.paint.joint_limits_brush(kind="FORBIDDEN") == {"FINISHED"}
-        for _ in range(3):  # a brush at strength 1 removes about half the green per stroke
-            bpy.ops.ed.undo_push(message="Joint Limits test stroke")
-            assert bpy.ops.paint.image_paint(stroke=_stroke(centre, 8, 12), mode="NORMAL") == {"FINISHED"}
+    _paint_forbidden(sphere, d)
     after = _paint_pixels(image)
     newly_forbidden = (before[..., 1] >= 0.5) & (after[..., 1] < 0.5)
     texel = maps.direction_to_texel(d, limit.model.config["layout"], (h, w))
@@ -191,3 +208,101 @@ def test_swing_sphere_and_twist_disk_operators(textured, addon):
     data = overlay.overlay_data(obj, pb)
     assert np.allclose(data["direction"], d) and np.isclose(data["twist"], 0.2) and not data["opposite"]
     assert data["twist_range"] is not None and len(data["boundary"]) > 8
+
+
+# -- undo ------------------------------------------------------------------------------------------
+def _as_user(operator, **props):
+    """Run ``operator`` the way a button or shortcut does: Blender pushes an undo step after it
+    (``bpy.ops`` from a script does not, unless asked)."""
+    return operator("EXEC_DEFAULT", True, **props)
+
+
+def _ctrl_z(times=1):
+    for _ in range(times):
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+    bpy.context.view_layer.update()
+
+
+def _rig():
+    """The rig and its bone as the file holds them now: undo replaces the data Python held."""
+    obj = bpy.data.objects["Rig"]
+    return obj, obj.pose.bones["lower"]
+
+
+def _enforced(pose):
+    """Where live enforcement puts the bone from ``pose`` on a frame change."""
+    _, pb = _rig()
+    pb.rotation_quaternion = pose
+    bpy.context.scene.frame_set(1)
+    return np.array(_rig()[1].rotation_quaternion)
+
+
+@pytest.mark.parametrize("apply", ["rebuild_button", "finish_operator", "mode_change"])
+def test_ctrl_z_brings_back_the_limit_from_before_painting(textured, addon, apply):
+    """Paint Limit, three Forbidden strokes, apply the painting, then Ctrl+Z as a user would:
+    the bone's limit (its stored text and what it contains) and the live enforcement return to
+    what they were before the painting."""
+    obj, pb = textured
+    storage, paint = addon.rig.storage, addon.rig.paint
+    pose, d = _pose_facing_the_viewer(addon, obj, pb)
+    obj.animation_data.action = None
+    bpy.context.scene.joint_limits.enforce_live = True
+    cloud = storage.read_cloud(pb)
+    original_text = pb.joint_limit.limit_data
+    original = storage.read_limit(pb)
+    assert np.allclose(_enforced(pose), pose)  # allowed: enforcement leaves it alone
+    bpy.ops.ed.undo_push(message="before painting")  # the state the user starts from
+
+    assert _as_user(bpy.ops.pose.joint_limits_paint_limit) == {"FINISHED"}
+    _paint_forbidden(bpy.data.objects[paint.sphere_name(obj, pb)], d, strokes=3, push=False)  # each stroke is an undo step
+    image_name = paint.paint_image_name(obj, pb)
+    painted_pixels = _paint_pixels(bpy.data.images[image_name])
+    if apply == "rebuild_button":
+        assert _as_user(bpy.ops.paint.joint_limits_rebuild) == {"FINISHED"}
+    elif apply == "finish_operator":
+        assert _as_user(bpy.ops.paint.joint_limits_finish) == {"FINISHED"}
+    else:
+        assert _as_user(bpy.ops.object.mode_set, mode="OBJECT") == {"FINISHED"}
+        bpy.context.view_layer.update()  # the rebuild happens on the update after leaving
+    obj, pb = _rig()
+    painted = storage.read_limit(pb)
+    assert pb.joint_limit.limit_data != original_text and not painted.contains(pose)
+    moved = _enforced(pose)  # the handler compiles the painted limit and moves the pose out
+    assert not np.allclose(moved, pose, atol=1e-3) and painted.violation(moved) < 1e-4
+
+    if apply == "rebuild_button":
+        # Rebuild Limit runs in Texture Paint, where Blender's undo steps hold the image only:
+        # Ctrl+Z over the Rebuild step and the three strokes restores the painting, and the
+        # limit follows the restored painting
+        _ctrl_z(1 + 3)
+        assert bpy.context.mode == "PAINT_TEXTURE" and paint.session()["bone"] == "lower"
+        np.testing.assert_array_equal(_paint_pixels(bpy.data.images[image_name])[..., :2], paint.paint_pixels(original.model)[..., :2].astype(np.float32))
+        restored = storage.read_limit(_rig()[1])
+        np.testing.assert_array_equal(restored.contains(cloud), original.contains(cloud))
+        assert restored.contains(pose)
+        assert np.allclose(_enforced(pose), pose)
+        # one more Ctrl+Z undoes Paint Limit: Pose Mode and the very limit text of before
+        _ctrl_z()
+        assert bpy.context.mode == "POSE" and not paint.session()
+    else:
+        # one Ctrl+Z: back in Texture Paint with the strokes, and the limit of before painting
+        _ctrl_z()
+        assert bpy.context.mode == "PAINT_TEXTURE"
+        np.testing.assert_array_equal(_paint_pixels(bpy.data.images[image_name]), painted_pixels)
+    obj, pb = _rig()
+    assert pb.joint_limit.limit_data == original_text
+    assert storage.read_limit(pb).contains(pose)
+    # live enforcement uses the restored limit (its compiled limits were dropped on undo)
+    assert np.allclose(_enforced(pose), pose)
+
+    if apply != "rebuild_button":
+        # the painting session came back with the undo: finishing again applies the strokes
+        assert paint.session()["bone"] == "lower"
+        assert _as_user(bpy.ops.paint.joint_limits_finish) == {"FINISHED"}
+        assert bpy.context.mode == "POSE" and not _rig()[1].joint_limit.limit_data == original_text
+        assert not storage.read_limit(_rig()[1]).contains(pose)
+        # and Ctrl+Z past the strokes and Paint Limit (1 + 3 + 1 steps) restores it again
+        _ctrl_z(5)
+        assert bpy.context.mode == "POSE" and _rig()[1].joint_limit.limit_data == original_text
+        assert np.allclose(_enforced(pose), pose)
+
