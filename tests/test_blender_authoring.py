@@ -306,3 +306,83 @@ def test_ctrl_z_brings_back_the_limit_from_before_painting(textured, addon, appl
         assert bpy.context.mode == "POSE" and _rig()[1].joint_limit.limit_data == original_text
         assert np.allclose(_enforced(pose), pose)
 
+
+def test_ctrl_z_reverts_swing_sphere_and_twist_disk_edits(textured, addon):
+    """Each authoring operator, run as a user would, is one undo step: Ctrl+Z restores the pose,
+    the picks, the keys, the twist keys and the sinus texture's twist channels, and live
+    enforcement uses the restored limit."""
+    obj, pb = textured
+    ph, posing, overlay, storage = addon.limits.pose_helper, addon.rig.posing, addon.rig.overlay, addon.rig.storage
+    local = addon.rig.pose_io.local_quaternion
+    obj.animation_data.action = None
+    pb.rotation_quaternion = storage.read_cloud(pb)[5]
+    overlay.set_picks([])
+    limit = storage.read_limit(pb)
+    _, twist0 = ph.current_direction_twist(local(pb), limit.reference)
+
+    def state():
+        obj, pb = _rig()
+        action = obj.animation_data.action if obj.animation_data else None
+        keys = 0 if action is None else sum(len(fc.keyframe_points) for fc in addon.rig.actions.action_fcurves(obj, action))
+        return {
+            "rotation": tuple(np.round(pb.rotation_quaternion, 6)),
+            "picks": [tuple(np.round(p, 6)) for p in overlay.picks()],
+            "keys": keys,
+            "cloud": pb.joint_limit.cloud_count,
+            "twist_keys": posing.twist_keys(pb).tolist(),
+            "limit": pb.joint_limit.limit_data,
+        }
+
+    bpy.ops.ed.undo_push(message="before authoring")
+    start = state()
+    t1, t2 = np.array([-0.3, 0.9, 0.2]), np.array([0.2, 0.95, 0.1])  # t1 is an allowed swing
+    assert _as_user(bpy.ops.pose.joint_limits_swing_sphere, direction=t1.tolist()) == {"FINISHED"}
+    one_pick = state()
+    assert _as_user(bpy.ops.pose.joint_limits_swing_sphere, direction=t2.tolist()) == {"FINISHED"}
+    d, twist = ph.current_direction_twist(local(_rig()[1]), limit.reference)
+    assert np.allclose(d, t2 / np.linalg.norm(t2), atol=1e-6) and np.isclose(twist, twist0, atol=1e-6)
+    assert len(state()["picks"]) == 2
+    _ctrl_z()
+    assert state() == one_pick  # the bone points at the first pick again, with one pick
+    d, _ = ph.current_direction_twist(local(_rig()[1]), limit.reference)
+    assert np.allclose(d, t1 / np.linalg.norm(t1), atol=1e-6)
+
+    bpy.context.scene.frame_current = 10
+    assert _as_user(bpy.ops.pose.joint_limits_key_picks, step=0.05) == {"FINISHED"}
+    assert state()["keys"] > 0 and state()["picks"] == []
+    _ctrl_z()
+    assert state() == one_pick  # no keys, and the pick is back
+    assert _as_user(bpy.ops.pose.joint_limits_picks_to_cloud) == {"FINISHED"}
+    assert state()["cloud"] == start["cloud"] + 1
+    _ctrl_z()
+    assert state() == one_pick
+
+    d1 = t1 / np.linalg.norm(t1)
+    low0, high0 = ph.twist_range_at(limit, d1)
+    twist_max = low0 + 0.4 * (high0 - low0)  # a twist limit tighter than the fitted one
+    bpy.context.scene.joint_limits.enforce_live = True  # before the twist disk's undo step
+    assert _as_user(bpy.ops.pose.joint_limits_twist_disk, twist=twist_max) == {"FINISHED"}
+    d, twist = ph.current_direction_twist(local(_rig()[1]), limit.reference)
+    assert np.isclose(twist, twist_max) and np.allclose(d, d1, atol=1e-6)
+    twisted = state()
+    assert _as_user(bpy.ops.pose.joint_limits_record_twist_limit, side="MAX") == {"FINISHED"}
+    recorded = storage.read_limit(_rig()[1])
+    _, high1 = ph.twist_range_at(recorded, d)
+    assert len(state()["twist_keys"]) == 1 and abs(high1 - twist_max) < 0.01
+    # between the recorded maximum and the fitted one: limited now, allowed before
+    beyond = 0.5 * (high1 + high0)
+    assert high1 + 0.02 < beyond < high0 - 0.02
+    pose = posing.twist_to(_rig()[1], beyond)
+    _, limited = ph.current_direction_twist(_enforced(pose), limit.reference)
+    assert limited < high1 + 1e-3
+
+    _ctrl_z()
+    assert state() == twisted  # no twist keys, the limit of before
+    _, twist_high = ph.twist_range_at(storage.read_limit(_rig()[1]), d)
+    assert np.isclose(twist_high, high0)
+    pose = posing.twist_to(_rig()[1], beyond)
+    assert np.allclose(_enforced(pose), pose)  # enforcement uses the restored limit
+    _ctrl_z()
+    assert state() == one_pick
+    _ctrl_z()
+    assert state() == start
