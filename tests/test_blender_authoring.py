@@ -6,7 +6,7 @@ drags cannot run without a window and only wrap the same functions)."""
 import bpy
 import numpy as np
 import pytest
-from mathutils import Vector
+from mathutils import Quaternion, Vector
 from rigs import fitted_rig
 
 
@@ -197,9 +197,17 @@ def test_swing_sphere_and_twist_disk_operators(textured, addon):
     frames = {k.co[0] for channel in curves[pb.name].values() for fc in channel.values() for k in fc.keyframe_points}
     assert min(frames) == 10 and len(frames) > 3  # one key per frame along the arcs
     # the twist disk: set the twist, then record it as the maximum twist at this swing
+    assert bpy.ops.pose.joint_limits_twist_disk(twist=-0.1) == {"FINISHED"}
+    bpy.context.view_layer.update()
+    before = (obj.matrix_world @ pb.matrix).to_3x3()
     assert bpy.ops.pose.joint_limits_twist_disk(twist=0.2) == {"FINISHED"}
     d, twist_now = ph.current_direction_twist(local(pb), limit.reference)
     assert np.isclose(twist_now, 0.2) and np.allclose(d, targets[-1] / np.linalg.norm(targets[-1]), atol=1e-6)
+    # in the world (mathutils, not our maths): the bone turned about its own +Y by the change
+    bpy.context.view_layer.update()
+    turn = (before.inverted() @ (obj.matrix_world @ pb.matrix).to_3x3()).to_quaternion()
+    expected = Quaternion((0.0, 1.0, 0.0), 0.2 - -0.1)
+    assert abs(abs(turn.dot(expected)) - 1.0) < 1e-6
     assert bpy.ops.pose.joint_limits_record_twist_limit(side="MAX") == {"FINISHED"}
     assert posing.twist_keys(pb).shape == (1, 5)
     low, high = ph.twist_range_at(addon.rig.storage.read_limit(pb), d)
