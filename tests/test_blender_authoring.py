@@ -364,6 +364,10 @@ def test_ctrl_z_reverts_swing_sphere_and_twist_disk_edits(textured, addon):
     assert state()["cloud"] == start["cloud"] + 1
     _ctrl_z()
     assert state() == one_pick
+    assert _as_user(bpy.ops.pose.joint_limits_clear_picks) == {"FINISHED"}
+    assert state()["picks"] == []
+    _ctrl_z()
+    assert state() == one_pick
 
     d1 = t1 / np.linalg.norm(t1)
     low0, high0 = ph.twist_range_at(limit, d1)
