@@ -125,6 +125,7 @@ class JOINTLIMITS_OT_clear_picks(bpy.types.Operator):
 
     bl_idname = "pose.joint_limits_clear_picks"
     bl_label = "Clear Picks"
+    bl_options = {"REGISTER", "UNDO"}  # the picks are scene data: Ctrl+Z brings them back
 
     def execute(self, context):
         overlay.set_picks([])

@@ -36,7 +36,10 @@ COLOUR_DISK = (0.95, 0.75, 0.05, 0.35)
 COLOUR_ZERO = (0.7, 0.7, 0.7, 1.0)
 COLOUR_TWIST = (0.15, 0.45, 1.0, 1.0)
 
-_state = {"handlers": [], "samples": {}, "textures": {}, "picks": [], "errors": set()}
+#: Scene custom property holding the picks (3 floats each): in the file, so undo restores them.
+PICKS = "joint_limits_picks"
+
+_state = {"handlers": [], "samples": {}, "textures": {}, "errors": set()}
 
 
 # -- shaders ---------------------------------------------------------------------------------------
@@ -97,13 +100,21 @@ def sampled_image(limit, key=None):
     return out
 
 
-def picks():
-    """The directions picked on the swing sphere since the last clear (swing frame)."""
-    return list(_state["picks"])
+def picks(scene=None):
+    """The directions picked on the swing sphere since the last clear (swing frame), kept on
+    ``scene`` (the context's by default)."""
+    import bpy
+
+    scene = scene or bpy.context.scene
+    raw = scene.get(PICKS) if scene is not None else None
+    return [] if not raw else list(np.asarray(list(raw), dtype=float).reshape(-1, 3))
 
 
-def set_picks(directions):
-    _state["picks"] = [np.asarray(d, dtype=float) for d in directions]
+def set_picks(directions, scene=None):
+    import bpy
+
+    scene = scene or bpy.context.scene
+    scene[PICKS] = np.asarray(directions, dtype=float).reshape(-1, 3).ravel().tolist()
 
 
 def overlay_data(obj, pose_bone, radius=None):
@@ -392,7 +403,6 @@ def unregister():
     unregister_handlers()
     free_gpu()
     _state["samples"].clear()
-    _state["picks"].clear()
     for name in ("joint_limits_swing_sphere", "joint_limits_twist_disk"):
         if hasattr(bpy.types.WindowManager, name):
             delattr(bpy.types.WindowManager, name)

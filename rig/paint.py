@@ -17,7 +17,13 @@ green (allowed / forbidden) or red (more / less stress), which leaves the other 
 A painting *session* remembers the armature, bone and sphere; ``depsgraph_update_post``
 notices when the sphere leaves Texture Paint (by any means: the mode menu, Tab) and rebuilds
 the limit then. :func:`finish_painting` does the same explicitly and returns to Pose Mode.
-Painting strokes are undone with Blender's own image undo.
+
+Undo: strokes are undone with Blender's own image undo. While an object is in Texture Paint,
+every undo step Blender pushes (Rebuild Limit's too) holds images only, not the armature's
+limit; so after an undo or redo the session is taken from the restored file (the sphere
+remembers its bone in custom properties): an undo back into Texture Paint resumes the session,
+one out of it ends the session without rebuilding (the restored limit is that step's), and one
+between strokes rebuilds the limit when the restored painting differs from it.
 """
 
 import bpy
@@ -31,6 +37,7 @@ from ..limits.sinus_texture import MASK, STRESS
 from .app_handlers import install, uninstall
 from .cone import swing_frame
 from .display import display_object, place_at_bone
+from .exported import PROP_ARMATURE, PROP_BONE
 from .storage import write_limit
 from .texture import texture_limit
 
@@ -108,6 +115,25 @@ def paint_image(obj, pose_bone, refresh=True):
     return image
 
 
+def _read_pixels(image):
+    w, h = image.size
+    px = np.empty(w * h * image.channels, dtype=np.float32)
+    image.pixels.foreach_get(px)
+    return px.reshape(h, w, image.channels).astype(float)
+
+
+def paint_matches(model, pixels):
+    """Whether ``pixels`` (paint image channels) hold what ``model`` would read from them: the
+    same allowed mask and the same stress (to float32, what the image stores)."""
+    image = model.params["image"]
+    pixels = np.asarray(pixels)
+    if pixels.shape[:2] != image.shape[:2]:
+        return False
+    same_mask = np.array_equal(pixels[..., PAINT_MASK] >= 0.5, image[..., MASK] >= 0.5)
+    stress = np.clip(pixels[..., PAINT_STRESS], 0.0, 1.0).astype(np.float32)
+    return same_mask and np.array_equal(stress, image[..., STRESS].astype(np.float32))
+
+
 def rebuild_from_paint(obj, pose_bone, image=None):
     """Read the bone's paint image back into its limit (mask and stress; twist kept); returns
     the new :class:`JointLimit`. ``ValueError`` for a missing or wrongly sized image or a mask
@@ -116,10 +142,7 @@ def rebuild_from_paint(obj, pose_bone, image=None):
     image = image or bpy.data.images.get(paint_image_name(obj, pose_bone))
     if image is None:
         raise ValueError(f"{pose_bone.name}: no paint image; use Paint Limit first")
-    w, h = image.size
-    px = np.empty(w * h * image.channels, dtype=np.float32)
-    image.pixels.foreach_get(px)
-    model = model_from_paint(limit.model, px.reshape(h, w, image.channels).astype(float))
+    model = model_from_paint(limit.model, _read_pixels(image))
     rebuilt = JointLimit(model, limit.reference, limit.centre)
     write_limit(pose_bone, rebuilt)
     return rebuilt
@@ -162,6 +185,7 @@ def update_paint_sphere(obj, pose_bone, cells=64, refresh_image=True):
     mesh.materials.append(_material(image))
     mesh.update()
     sphere = display_object(name, mesh, bpy.context.scene)
+    sphere[PROP_ARMATURE], sphere[PROP_BONE] = obj.name, pose_bone.name  # for undo: see the module docstring
     sphere.hide_render = True
     sphere.hide_set(False)
     radius = RADIUS_FACTOR * pose_bone.bone.length
@@ -274,12 +298,54 @@ def on_depsgraph_update_post(scene, depsgraph=None):
         print(f"Joint Limits: could not rebuild the painted limit ({err})")
 
 
+def session_in(context):
+    """The session the file implies: the active object is a bone's paint sphere in Texture
+    Paint (``{}`` otherwise)."""
+    sphere = context.view_layer.objects.active if context.view_layer else None
+    if sphere is None or sphere.mode != "TEXTURE_PAINT" or PROP_BONE not in sphere or PROP_ARMATURE not in sphere:
+        return {}
+    obj = bpy.data.objects.get(sphere[PROP_ARMATURE])
+    pose_bone = obj.pose.bones.get(sphere[PROP_BONE]) if obj is not None and obj.pose is not None else None
+    if pose_bone is None:
+        return {}
+    return {"armature": obj.name, "bone": pose_bone.name, "sphere": sphere.name, "image": paint_image_name(obj, pose_bone)}
+
+
+def sync_after_undo(context):
+    """Take the session from the file undo or redo restored (see the module docstring); when
+    the session goes on, rebuild the limit if the restored painting differs from it. Returns
+    the rebuilt limit or ``None``."""
+    was = _session.get("sphere")
+    _session.clear()
+    _session.update(session_in(context))
+    if not _session or was != _session["sphere"]:
+        return None
+    obj, pose_bone = _session_bone()
+    image = bpy.data.images.get(_session["image"])
+    if image is None or paint_matches(texture_limit(pose_bone).model, _read_pixels(image)):
+        return None
+    return rebuild_session()
+
+
+@persistent
+def on_undo_redo_post(*_args):
+    try:
+        sync_after_undo(bpy.context)
+    except Exception as err:  # noqa: BLE001 - never raise into Blender
+        print(f"Joint Limits: could not follow the painting after undo ({err})")
+
+
 @persistent
 def on_load(*_args):
     _session.clear()
 
 
-HANDLERS = ((bpy.app.handlers.depsgraph_update_post, on_depsgraph_update_post), (bpy.app.handlers.load_post, on_load))
+HANDLERS = (
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update_post),
+    (bpy.app.handlers.undo_post, on_undo_redo_post),
+    (bpy.app.handlers.redo_post, on_undo_redo_post),
+    (bpy.app.handlers.load_post, on_load),
+)
 
 
 def register():
