@@ -57,6 +57,9 @@ def put(settings, field, value):
         text[_entry(key, field)] = value
     elif _entry(key, field) in text:
         del text[_entry(key, field)]
+    # custom-property writes tag nothing; untagged, an undo across steps that hold no file
+    # state (Texture Paint's image steps) would keep this edit instead of restoring the store
+    text.update_tag()
 
 
 def _own_text(obj, create):
