@@ -367,18 +367,84 @@ def _norm2(d):
     return out
 
 
-def _closer(nodes, candidates, closed, d2, best):
-    """Where ``candidates (R, 3)`` are nearer to ``nodes (R, 3)`` than ``d2`` says, take them
-    (updates ``d2 (R,)`` and ``best (R, 3)`` in place)."""
-    dist2 = _norm2(_difference(nodes, candidates, closed))
-    better = dist2 < d2
-    np.copyto(d2, dist2, where=better)
-    np.copyto(best, candidates, where=better[:, None])
+def _distance2(nodes, others, closed):
+    """Squared distances ``(R,)`` between points given axes first, ``nodes`` and ``others`` (3
+    arrays ``(R,)`` each), closed axes the short way round (as ``_norm2(_difference(..))``)."""
+    out = None
+    for axis in range(3):
+        d = nodes[axis] - others[axis]
+        if closed[axis]:
+            d = d - TWO_PI * np.round(d / TWO_PI)
+        d *= d
+        if out is None:
+            out = d
+        else:
+            out += d
+    return out
+
+
+def _take(table, index):
+    """``table[:, index]`` for a ``(3, N)`` table, one fast 1-D gather per axis."""
+    return [table[axis].take(index) for axis in range(3)]
+
+
+def _dilate(mask, closed, times):
+    """``mask (I, J, K)`` grown ``times`` times by its six neighbours (wrapping on closed axes,
+    as :func:`_neighbour_candidates` sees them)."""
+    for _ in range(times):
+        grown = mask.copy()
+        for axis in range(3):
+            for shift in (1, -1):
+                rolled = np.roll(mask, shift, axis=axis)
+                if not closed[axis]:
+                    edge = [slice(None)] * 3
+                    edge[axis] = 0 if shift == 1 else -1
+                    rolled[tuple(edge)] = mask[tuple(edge)]
+                grown |= rolled
+        mask = grown
+    return mask
+
+
+def _first_occurrences(candidates):
+    """``(K, R)`` bool: ``candidates[k, r]`` differs from ``candidates[:k, r]`` (a candidate
+    seen before for the same row cannot improve on it)."""
+    new = np.ones(candidates.shape, dtype=bool)
+    for k in range(1, len(candidates)):
+        for j in range(k):
+            new[k] &= candidates[k] != candidates[j]
+    return new
+
+
+class _Nearest:
+    """Running nearest sample (index into ``points``) and squared distance of every node, axes
+    first. :meth:`offer` keeps a candidate where it is strictly nearer (so offering a sample a
+    node already holds, or one seen before, changes nothing)."""
+
+    def __init__(self, nodes, points, closed):
+        self.nodes = nodes  # (3, N)
+        self.points = points  # (3, S)
+        self.closed = closed
+        self.d2 = np.full(nodes.shape[1], np.inf)
+        self.best = np.zeros(nodes.shape[1], dtype=np.intp)
+
+    def offer(self, sample, rows=None):
+        """Offer sample ``sample[i]`` to node ``rows[i]`` (to node ``i`` when ``rows`` is None)."""
+        if rows is None:
+            dist2 = _distance2(self.nodes, _take(self.points, sample), self.closed)
+            better = dist2 < self.d2
+            np.copyto(self.d2, dist2, where=better)
+            np.copyto(self.best, sample, where=better)
+            return
+        dist2 = _distance2(_take(self.nodes, rows), _take(self.points, sample), self.closed)
+        better = np.flatnonzero(dist2 < self.d2[rows])
+        self.d2[rows[better]] = dist2[better]
+        self.best[rows[better]] = sample[better]
 
 
 def _build(points, lower, spacing, closed, n, tube):
     """Signed distance ``phi (n, n, n)``, inside component count and the distance error bound."""
     shape = (n, n, n)
+    size = n**3
     u = (points - lower) / spacing
     cell = np.rint(u).astype(np.int64)
     cell = np.where(closed, np.mod(cell, n), np.clip(cell, 0, n - 1))
@@ -387,44 +453,56 @@ def _build(points, lower, spacing, closed, n, tube):
     offset = _difference(points, nodes[seed], closed)
     dist2 = _norm2(offset)
     error_bound = 2.0 * float(np.sqrt(dist2.max()))
+    nodes = np.ascontiguousarray(nodes.T)
     # Representatives of each seeded node: the sample nearest the node, then the samples with
-    # the smallest and largest coordinate along each axis (the best ones for far queries).
-    seeded_nodes, compact = np.unique(seed, return_inverse=True)
-    slot = np.full(n**3, -1, dtype=np.intp)
+    # the smallest and largest coordinate along each axis (the best ones for far queries); on
+    # ties the earliest sample. One stable sort by node, then per node the first (last) sample
+    # holding the group's minimum (maximum) of each key.
+    order = np.argsort(seed, kind="stable")
+    grouped = seed[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    seeded_nodes = grouped[starts]
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(order)]))
+    slot = np.full(size, -1, dtype=np.intp)
     slot[seeded_nodes] = np.arange(len(seeded_nodes))
-    reps = np.empty((7, len(seeded_nodes), 3))
+    reps = np.empty((7, len(seeded_nodes)), dtype=np.intp)  # sample indices
     for r, key in enumerate((dist2, offset[:, 0], offset[:, 1], offset[:, 2])):
-        order = np.lexsort((key, compact))
-        grouped = compact[order]
-        firsts = order[np.r_[True, grouped[1:] != grouped[:-1]]]
-        reps[2 * r - 1 if r else 0] = points[firsts]
+        k = key[order]
+        low = np.flatnonzero(k == np.minimum.reduceat(k, starts)[group])
+        keep = np.r_[True, group[low[1:]] != group[low[:-1]]]
+        reps[2 * r - 1 if r else 0] = order[low[keep]]
         if r:
-            lasts = order[np.r_[grouped[1:] != grouped[:-1], True]]
-            reps[2 * r] = points[lasts]
+            high = np.flatnonzero(k == np.maximum.reduceat(k, starts)[group])
+            keep = np.r_[group[high[1:]] != group[high[:-1]], True]
+            reps[2 * r] = order[high[keep]]
     seeded = slot >= 0
 
     _, nearest = distance_transform(seeded.reshape(shape), spacing, closed)
     cands = slot[_neighbour_candidates(nearest, closed).reshape(7, -1)]
-    d2 = np.full(n**3, np.inf)
-    best = np.empty((n**3, 3))
-    for c in cands:
-        _closer(nodes, reps[0, c], closed, d2, best)
+    fresh = _first_occurrences(cands)
+    near = _Nearest(nodes, np.ascontiguousarray(points.T), closed)
+    near.offer(reps[0][cands[0]])
+    for k in range(1, 7):
+        rows = np.flatnonzero(fresh[k])
+        near.offer(reps[0][cands[k, rows]], rows)
     # Near the zero level (where phi must be accurate) also try the other representatives.
-    band = np.flatnonzero(d2 <= (tube + 3.0 * float(spacing.max())) ** 2)
-    band_nodes = nodes[band]
-    band_d2, band_best = d2[band], best[band]
-    for c in cands[:, band]:
+    band = np.flatnonzero(near.d2 <= (tube + 3.0 * float(spacing.max())) ** 2)
+    for k in range(7):
+        rows = band[fresh[k, band]]
+        c = cands[k, rows]
         for r in range(1, 7):
-            _closer(band_nodes, reps[r, c], closed, band_d2, band_best)
-    d2[band], best[band] = band_d2, band_best
+            near.offer(reps[r][c], rows)
     # Then let neighbours share their nearest samples (vector propagation, a few sweeps).
-    grid_best = best.reshape(shape + (3,))
     for _ in range(PROPAGATION_SWEEPS):
         for axis in range(3):
             for shift in (1, -1):
-                other = np.roll(grid_best, shift, axis=axis).reshape(-1, 3)
-                _closer(nodes, other, closed, d2, best)
-    d_hat = np.sqrt(d2)
+                other = np.roll(near.best.reshape(shape), shift, axis=axis).ravel()
+                rows = np.flatnonzero(other != near.best)
+                if 2 * len(rows) > size:
+                    near.offer(other)
+                else:
+                    near.offer(other[rows], rows)
+    d_hat = np.sqrt(near.d2)
 
     free = (d_hat > tube).reshape(shape)
     labels, _ = label_components(free, closed)
@@ -447,17 +525,26 @@ def _build(points, lower, spacing, closed, n, tube):
     _, near_out = distance_transform(outside.reshape(shape), spacing, closed)
     # depth(x) = min_y |x - y| - phi(y) over candidate outside nodes y: the nearest outside
     # nodes of x and of its neighbours, then neighbours' best y (a few propagation sweeps).
-    depth = np.full(n**3, np.inf)
-    best = np.zeros(n**3, dtype=np.intp)
-    candidates = _neighbour_candidates(near_out, closed).reshape(7, -1)
+    # Only inside nodes need a depth, so sweep s only visits the nodes within
+    # PROPAGATION_SWEEPS - s steps of them (what the later sweeps read).
+    depth = np.full(size, np.inf)
+    best = np.zeros(size, dtype=np.intp)
+    inside_grid = inside.reshape(shape)
     for sweep in range(PROPAGATION_SWEEPS + 1):
+        rows = np.flatnonzero(_dilate(inside_grid, closed, PROPAGATION_SWEEPS - sweep))
         if sweep:
             candidates = _neighbour_candidates(best.reshape(shape), closed)[1:].reshape(6, -1)
-        for c in candidates:
-            value = np.sqrt(_norm2(_difference(nodes, nodes[c], closed))) - phi[c]
-            better = value < depth
-            depth[better] = value[better]
-            best[better] = c[better]
+        else:
+            candidates = _neighbour_candidates(near_out, closed).reshape(7, -1)
+        at = _take(nodes, rows)
+        row_depth, row_best = depth[rows], best[rows]
+        for c in candidates[:, rows]:
+            value = np.sqrt(_distance2(at, _take(nodes, c), closed))
+            value -= phi.take(c)
+            better = value < row_depth
+            np.copyto(row_depth, value, where=better)
+            np.copyto(row_best, c, where=better)
+        depth[rows], best[rows] = row_depth, row_best
     phi[inside] = -np.maximum(depth[inside], 0.0)
     _, count = label_components(inside.reshape(shape), closed)
     return phi.reshape(shape), count, error_bound
