@@ -84,17 +84,22 @@ def _envelope(f, x, present):
         v[pa] = q
         z[pa] = s_all
     last = (pos + lines - rows) // lines - 1  # index of the last envelope entry, -1 if empty
-    # Which envelope segment holds each position: count the boundaries below it, for all lines
-    # at once with one searchsorted over the lines' boundaries laid end to end.
+    # Which envelope segment holds each position: the number of boundaries below it, minus one.
+    # Boundaries are compared as they were when all lines' boundaries were laid end to end, each
+    # line shifted by ``offset`` (one sorted array for one searchsorted): ``z + offset <
+    # x + offset`` in floating point. Here each used boundary finds its first position with a
+    # search in the ``m`` positions and a check of the one position where the shifted
+    # comparison can differ, and a cumulative count over the positions gives the segments.
     lo, hi = x[0] - 1.0, x[-1] + 1.0
-    zt = z.reshape(m + 1, lines).T
-    used = np.arange(m + 1) <= last[:, None]
-    zc = np.where(used, np.clip(zt, lo, hi), hi)
-    zc[:, 0] = lo
-    offset = rows * (hi - lo + 4.0)
-    flat = (zc + offset[:, None]).ravel()
-    queries = (x[:, None] + offset[None, :]).ravel()
-    seg = np.searchsorted(flat, queries, side="left").reshape(m, lines) - (rows * (m + 1))[None, :] - 1
+    entry, line = np.nonzero(np.arange(m + 1)[:, None] <= last[None, :])  # used entries
+    zc = np.clip(z.reshape(m + 1, lines)[entry, line], lo, hi)
+    zc[entry == 0] = lo
+    offset = line * (hi - lo + 4.0)
+    first = np.searchsorted(x, zc, side="right")  # first position with x > z
+    ahead = np.minimum(first, m - 1)
+    first += (first < m) & (x[ahead] + offset <= zc + offset)
+    counts = np.bincount(first * lines + line, minlength=(m + 1) * lines).reshape(m + 1, lines)
+    seg = np.cumsum(counts[:m], axis=0) - 1
     arg = v.reshape(m, lines)[np.maximum(seg, 0), rows[None, :]]
     empty = last < 0
     if empty.any():

@@ -103,8 +103,16 @@ Parameters (``params``)
 
 ``config``: ``space`` and ``resolution``. Models stack when both agree (the group key).
 Memory: ``8 n^3`` bytes of grid per joint (:attr:`SdfGridLimit.memory_bytes`; 262 kB at
-``n = 32``); a projection caches a table of ``phi`` and its gradient (4 times that) and, if the
-fallback is ever needed, the nearest inside node of every node.
+``n = 32``); a projection caches a float32 table of ``phi`` and its gradient (16 bytes per node,
+twice the grid; derived, never stored) and, if the fallback is ever needed, the nearest inside
+node of every node.
+
+Projection runs in chunks of :data:`CHUNK_ROWS` rows with the points laid out axes first. One
+16-byte gather per cell corner fetches float32 ``phi`` and gradient; float32 ``phi`` only decides
+where it cannot be wrong (its error is bounded, and rows near the tolerance are looked up in
+float64) and gives the first step's length. The second step's length and the test after it use
+the float64 grid, so results meet the same ``phi <= tolerance / 2``. Rows still outside after
+the two steps are finished together after the last chunk.
 """
 
 import numpy as np
@@ -117,7 +125,9 @@ from .quaternion import (
     as_quaternions,
     check_finite,
     exp_map_from_quaternion,
+    exp_map_into,
     quaternion_from_exp_map,
+    quaternion_from_exp_map_into,
     quaternion_from_zyz,
     slerp,
     zyz_from_quaternion,
@@ -152,7 +162,7 @@ EXTRA_STEPS = 4
 BISECTION_STEPS = 40
 
 #: Rows per batch of a large projection (keeps temporaries in the CPU cache).
-CHUNK_ROWS = 32768
+CHUNK_ROWS = 16384
 
 TWO_PI = 2.0 * np.pi
 
@@ -357,18 +367,84 @@ def _norm2(d):
     return out
 
 
-def _closer(nodes, candidates, closed, d2, best):
-    """Where ``candidates (R, 3)`` are nearer to ``nodes (R, 3)`` than ``d2`` says, take them
-    (updates ``d2 (R,)`` and ``best (R, 3)`` in place)."""
-    dist2 = _norm2(_difference(nodes, candidates, closed))
-    better = dist2 < d2
-    np.copyto(d2, dist2, where=better)
-    np.copyto(best, candidates, where=better[:, None])
+def _distance2(nodes, others, closed):
+    """Squared distances ``(R,)`` between points given axes first, ``nodes`` and ``others`` (3
+    arrays ``(R,)`` each), closed axes the short way round (as ``_norm2(_difference(..))``)."""
+    out = None
+    for axis in range(3):
+        d = nodes[axis] - others[axis]
+        if closed[axis]:
+            d = d - TWO_PI * np.round(d / TWO_PI)
+        d *= d
+        if out is None:
+            out = d
+        else:
+            out += d
+    return out
+
+
+def _take(table, index):
+    """``table[:, index]`` for a ``(3, N)`` table, one fast 1-D gather per axis."""
+    return [table[axis].take(index) for axis in range(3)]
+
+
+def _dilate(mask, closed, times):
+    """``mask (I, J, K)`` grown ``times`` times by its six neighbours (wrapping on closed axes,
+    as :func:`_neighbour_candidates` sees them)."""
+    for _ in range(times):
+        grown = mask.copy()
+        for axis in range(3):
+            for shift in (1, -1):
+                rolled = np.roll(mask, shift, axis=axis)
+                if not closed[axis]:
+                    edge = [slice(None)] * 3
+                    edge[axis] = 0 if shift == 1 else -1
+                    rolled[tuple(edge)] = mask[tuple(edge)]
+                grown |= rolled
+        mask = grown
+    return mask
+
+
+def _first_occurrences(candidates):
+    """``(K, R)`` bool: ``candidates[k, r]`` differs from ``candidates[:k, r]`` (a candidate
+    seen before for the same row cannot improve on it)."""
+    new = np.ones(candidates.shape, dtype=bool)
+    for k in range(1, len(candidates)):
+        for j in range(k):
+            new[k] &= candidates[k] != candidates[j]
+    return new
+
+
+class _Nearest:
+    """Running nearest sample (index into ``points``) and squared distance of every node, axes
+    first. :meth:`offer` keeps a candidate where it is strictly nearer (so offering a sample a
+    node already holds, or one seen before, changes nothing)."""
+
+    def __init__(self, nodes, points, closed):
+        self.nodes = nodes  # (3, N)
+        self.points = points  # (3, S)
+        self.closed = closed
+        self.d2 = np.full(nodes.shape[1], np.inf)
+        self.best = np.zeros(nodes.shape[1], dtype=np.intp)
+
+    def offer(self, sample, rows=None):
+        """Offer sample ``sample[i]`` to node ``rows[i]`` (to node ``i`` when ``rows`` is None)."""
+        if rows is None:
+            dist2 = _distance2(self.nodes, _take(self.points, sample), self.closed)
+            better = dist2 < self.d2
+            np.copyto(self.d2, dist2, where=better)
+            np.copyto(self.best, sample, where=better)
+            return
+        dist2 = _distance2(_take(self.nodes, rows), _take(self.points, sample), self.closed)
+        better = np.flatnonzero(dist2 < self.d2[rows])
+        self.d2[rows[better]] = dist2[better]
+        self.best[rows[better]] = sample[better]
 
 
 def _build(points, lower, spacing, closed, n, tube):
     """Signed distance ``phi (n, n, n)``, inside component count and the distance error bound."""
     shape = (n, n, n)
+    size = n**3
     u = (points - lower) / spacing
     cell = np.rint(u).astype(np.int64)
     cell = np.where(closed, np.mod(cell, n), np.clip(cell, 0, n - 1))
@@ -377,44 +453,56 @@ def _build(points, lower, spacing, closed, n, tube):
     offset = _difference(points, nodes[seed], closed)
     dist2 = _norm2(offset)
     error_bound = 2.0 * float(np.sqrt(dist2.max()))
+    nodes = np.ascontiguousarray(nodes.T)
     # Representatives of each seeded node: the sample nearest the node, then the samples with
-    # the smallest and largest coordinate along each axis (the best ones for far queries).
-    seeded_nodes, compact = np.unique(seed, return_inverse=True)
-    slot = np.full(n**3, -1, dtype=np.intp)
+    # the smallest and largest coordinate along each axis (the best ones for far queries); on
+    # ties the earliest sample. One stable sort by node, then per node the first (last) sample
+    # holding the group's minimum (maximum) of each key.
+    order = np.argsort(seed, kind="stable")
+    grouped = seed[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    seeded_nodes = grouped[starts]
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(order)]))
+    slot = np.full(size, -1, dtype=np.intp)
     slot[seeded_nodes] = np.arange(len(seeded_nodes))
-    reps = np.empty((7, len(seeded_nodes), 3))
+    reps = np.empty((7, len(seeded_nodes)), dtype=np.intp)  # sample indices
     for r, key in enumerate((dist2, offset[:, 0], offset[:, 1], offset[:, 2])):
-        order = np.lexsort((key, compact))
-        grouped = compact[order]
-        firsts = order[np.r_[True, grouped[1:] != grouped[:-1]]]
-        reps[2 * r - 1 if r else 0] = points[firsts]
+        k = key[order]
+        low = np.flatnonzero(k == np.minimum.reduceat(k, starts)[group])
+        keep = np.r_[True, group[low[1:]] != group[low[:-1]]]
+        reps[2 * r - 1 if r else 0] = order[low[keep]]
         if r:
-            lasts = order[np.r_[grouped[1:] != grouped[:-1], True]]
-            reps[2 * r] = points[lasts]
+            high = np.flatnonzero(k == np.maximum.reduceat(k, starts)[group])
+            keep = np.r_[group[high[1:]] != group[high[:-1]], True]
+            reps[2 * r] = order[high[keep]]
     seeded = slot >= 0
 
     _, nearest = distance_transform(seeded.reshape(shape), spacing, closed)
     cands = slot[_neighbour_candidates(nearest, closed).reshape(7, -1)]
-    d2 = np.full(n**3, np.inf)
-    best = np.empty((n**3, 3))
-    for c in cands:
-        _closer(nodes, reps[0, c], closed, d2, best)
+    fresh = _first_occurrences(cands)
+    near = _Nearest(nodes, np.ascontiguousarray(points.T), closed)
+    near.offer(reps[0][cands[0]])
+    for k in range(1, 7):
+        rows = np.flatnonzero(fresh[k])
+        near.offer(reps[0][cands[k, rows]], rows)
     # Near the zero level (where phi must be accurate) also try the other representatives.
-    band = np.flatnonzero(d2 <= (tube + 3.0 * float(spacing.max())) ** 2)
-    band_nodes = nodes[band]
-    band_d2, band_best = d2[band], best[band]
-    for c in cands[:, band]:
+    band = np.flatnonzero(near.d2 <= (tube + 3.0 * float(spacing.max())) ** 2)
+    for k in range(7):
+        rows = band[fresh[k, band]]
+        c = cands[k, rows]
         for r in range(1, 7):
-            _closer(band_nodes, reps[r, c], closed, band_d2, band_best)
-    d2[band], best[band] = band_d2, band_best
+            near.offer(reps[r][c], rows)
     # Then let neighbours share their nearest samples (vector propagation, a few sweeps).
-    grid_best = best.reshape(shape + (3,))
     for _ in range(PROPAGATION_SWEEPS):
         for axis in range(3):
             for shift in (1, -1):
-                other = np.roll(grid_best, shift, axis=axis).reshape(-1, 3)
-                _closer(nodes, other, closed, d2, best)
-    d_hat = np.sqrt(d2)
+                other = np.roll(near.best.reshape(shape), shift, axis=axis).ravel()
+                rows = np.flatnonzero(other != near.best)
+                if 2 * len(rows) > size:
+                    near.offer(other)
+                else:
+                    near.offer(other[rows], rows)
+    d_hat = np.sqrt(near.d2)
 
     free = (d_hat > tube).reshape(shape)
     labels, _ = label_components(free, closed)
@@ -437,20 +525,180 @@ def _build(points, lower, spacing, closed, n, tube):
     _, near_out = distance_transform(outside.reshape(shape), spacing, closed)
     # depth(x) = min_y |x - y| - phi(y) over candidate outside nodes y: the nearest outside
     # nodes of x and of its neighbours, then neighbours' best y (a few propagation sweeps).
-    depth = np.full(n**3, np.inf)
-    best = np.zeros(n**3, dtype=np.intp)
-    candidates = _neighbour_candidates(near_out, closed).reshape(7, -1)
+    # Only inside nodes need a depth, so sweep s only visits the nodes within
+    # PROPAGATION_SWEEPS - s steps of them (what the later sweeps read).
+    depth = np.full(size, np.inf)
+    best = np.zeros(size, dtype=np.intp)
+    inside_grid = inside.reshape(shape)
     for sweep in range(PROPAGATION_SWEEPS + 1):
+        rows = np.flatnonzero(_dilate(inside_grid, closed, PROPAGATION_SWEEPS - sweep))
         if sweep:
             candidates = _neighbour_candidates(best.reshape(shape), closed)[1:].reshape(6, -1)
-        for c in candidates:
-            value = np.sqrt(_norm2(_difference(nodes, nodes[c], closed))) - phi[c]
-            better = value < depth
-            depth[better] = value[better]
-            best[better] = c[better]
+        else:
+            candidates = _neighbour_candidates(near_out, closed).reshape(7, -1)
+        at = _take(nodes, rows)
+        row_depth, row_best = depth[rows], best[rows]
+        for c in candidates[:, rows]:
+            value = np.sqrt(_distance2(at, _take(nodes, c), closed))
+            value -= phi.take(c)
+            better = value < row_depth
+            np.copyto(row_depth, value, where=better)
+            np.copyto(row_best, c, where=better)
+        depth[rows], best[rows] = row_depth, row_best
     phi[inside] = -np.maximum(depth[inside], 0.0)
     _, count = label_components(inside.reshape(shape), closed)
     return phi.reshape(shape), count, error_bound
+
+
+# -- trilinear lookups ------------------------------------------------------------------------------------
+class _Geometry:
+    """Grid geometry of a batch of query rows, axes first: ``lower``, ``spacing`` and ``closed``
+    (bool) are ``(3, 1)`` for a single model or ``(3, R)`` per row (stacked models, ``base (R,)``
+    the flat index of each row's grid, else None). Points are ``(3, R)`` arrays."""
+
+    __slots__ = ("n", "lower", "spacing", "upper", "closed", "base", "any_closed")
+
+    def __init__(self, n, lower, spacing, closed, base):
+        self.n = n
+        self.lower, self.spacing, self.closed, self.base = lower, spacing, closed, base
+        self.upper = lower + (n - 1) * spacing
+        self.any_closed = bool(closed.any())
+
+    def rows(self, index):
+        """The geometry of the rows ``index`` (itself when it is not per row)."""
+        if self.base is None:
+            return self
+        return _Geometry(self.n, self.lower[:, index], self.spacing[:, index], self.closed[:, index], self.base[index])
+
+    def in_box(self, p, clamped=None):
+        """``(R,)`` bool: ``p`` inside the grid box on every open axis (``clamped`` is
+        :meth:`clamp_open` of ``p`` if already computed)."""
+        inside = (p >= self.lower) & (p <= self.upper) if clamped is None else clamped == p
+        if self.any_closed:
+            inside |= self.closed
+        return inside.all(axis=0)
+
+    def clamp_open(self, p):
+        """A copy of ``p`` with the open axes clipped into the grid box (closed axes as they are)."""
+        x = np.maximum(p, self.lower)
+        np.minimum(x, self.upper, out=x)
+        if self.any_closed:
+            np.copyto(x, p, where=self.closed)
+        return x
+
+    def clamp(self, x):
+        """Move ``x`` into the grid box (open axes) / onto the first turn (closed axes), in place."""
+        if self.any_closed:
+            turned = self.lower + np.mod(x - self.lower, TWO_PI)
+            np.maximum(x, self.lower, out=x)
+            np.minimum(x, self.upper, out=x)
+            np.copyto(x, turned, where=self.closed)
+        else:
+            np.maximum(x, self.lower, out=x)
+            np.minimum(x, self.upper, out=x)
+
+    def cell(self, x):
+        """``(index (8, R), fraction (3, R), corner (3, R))``: flat node index of the 8 corners of
+        each point's cell (:data:`_CORNERS` order), the point's position in the cell (0..1 per
+        axis) and the cell's first corner in node units (floats)."""
+        n = self.n
+        u = x - self.lower
+        u /= self.spacing
+        if not self.any_closed:
+            np.maximum(u, 0.0, out=u)
+            np.minimum(u, n - 1.0, out=u)
+            i0 = np.floor(u)
+            np.minimum(i0, n - 2.0, out=i0)
+            u -= i0
+            flat = i0[0] * float(n * n)
+            flat += i0[1] * float(n)
+            flat += i0[2]
+            base = flat.astype(np.intp)
+            if self.base is not None:
+                base += self.base
+            return base + _corner_offsets(n)[:, None], u, i0
+        c = np.broadcast_to(self.closed, u.shape)
+        u = np.where(c, np.mod(u, n), np.clip(u, 0.0, n - 1.0))
+        i0 = np.minimum(np.floor(u), n - 1.0).astype(np.intp)
+        i0 = np.where(c, i0, np.minimum(i0, n - 2))
+        i1 = np.where(c & (i0 == n - 1), 0, i0 + 1)
+        stride = np.array([n * n, n, 1]).reshape(3, 1)
+        ends = np.stack((i0 * stride, i1 * stride), axis=1)  # (3, 2, R)
+        index = ends[0][:, None, None] + ends[1][None, :, None] + ends[2][None, None, :]
+        index = index.reshape(8, -1)
+        if self.base is not None:
+            index += self.base
+        return index, u - i0, i0.astype(float)
+
+    def refraction(self, x, corner):
+        """``fraction (3, R)`` of points ``x`` in the cells whose first corners are ``corner``
+        (from :meth:`cell`), and the ``(R,)`` mask of points inside those cells (faces
+        included). Open axes only: the points must be in the box (clamped)."""
+        f = x - self.lower
+        f /= self.spacing
+        f -= corner
+        ok = (f >= 0.0) & (f <= 1.0)
+        return f, ok.all(axis=0)
+
+
+def _corner_offsets(n):
+    """``(8,)`` flat offsets of the cell corners from corner ``(0, 0, 0)`` on a grid of ``n``."""
+    return np.array([(di * n + dj) * n + dk for di, dj, dk in _CORNERS], dtype=np.intp)
+
+
+def _interpolate(corners, f):
+    """Trilinear interpolation of ``corners (8, R, ...)`` (:data:`_CORNERS` order) at fractions
+    ``f (3, R, ...)``: three rounds of lerps, along z, y, then x."""
+    z = corners[1::2] - corners[0::2]
+    z *= f[2]
+    z += corners[0::2]
+    y = z[1::2] - z[0::2]
+    y *= f[1]
+    y += z[0::2]
+    v = y[1] - y[0]
+    v *= f[0]
+    v += y[0]
+    return v
+
+
+def _finite_rows(rows):
+    """``(R,)`` bool: rows of ``rows (R, 4)`` with four finite components."""
+    finite = np.isfinite(rows)
+    if finite.shape[-1] == 4 and finite.flags.c_contiguous:
+        return finite.view(np.uint32).ravel() == np.frombuffer(b"\x01" * 4, dtype=np.uint32)[0]
+    return finite.all(axis=-1)
+
+
+def _step(x, phi, grad, geo, target):
+    """One projection step ``x <- x - (phi - target) g / |g|`` (eq. 7) in place on the rows of
+    ``x (3, R)`` with ``phi > target + tolerance / 2`` and ``|g| > 1e-12`` (``grad (3, R)``),
+    clamped into the box. Returns the ``(R,)`` mask of the rows that moved, or None when it
+    went through every row (the others with a step of length 0, which leaves them unchanged)."""
+    norm = grad[0] * grad[0]
+    norm += grad[1] * grad[1]
+    norm += grad[2] * grad[2]
+    np.sqrt(norm, out=norm)
+    move = (phi > target + 0.5 * CONTAINS_TOLERANCE) & (norm > 1e-12)
+    if move.all():
+        scale = phi - target
+        scale /= norm
+        x -= scale * grad
+        geo.clamp(x)
+        return None
+    rows = np.flatnonzero(move)
+    if 2 * len(rows) >= len(move) and not geo.any_closed:
+        # Most rows move: the others get a step of length 0 (x - 0 g is x, and x is in the box).
+        scale = np.zeros_like(phi)
+        np.divide(phi - target, norm, out=scale, where=move)
+        x -= scale * grad
+        geo.clamp(x)
+        return None
+    if len(rows):
+        scale = (phi[rows] - target) / norm[rows]
+        moved = x[:, rows] - scale * grad[:, rows]
+        geo.rows(rows).clamp(moved)
+        x[:, rows] = moved
+    return move
 
 
 # -- the model ---------------------------------------------------------------------------------------------
@@ -638,36 +886,64 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         """Bytes of the stored grid and parameters (per joint times the number of stacked joints)."""
         return int(sum(value.nbytes for value in self.params.values()))
 
-    # -- batching helpers --------------------------------------------------------------------------------
+    # -- lookup tables (derived from params, cached on the instance, never stored) -------------------
+
+    def _gradient_grid(self):
+        """``(bones, n, n, n, 3)`` central-difference gradient of ``phi`` at the nodes (one-sided
+        at the ends of open axes)."""
+        n = self.config["resolution"]
+        phi = self.params["phi"].reshape(-1, n, n, n)
+        spacing = self.params["spacing"].reshape(-1, 3)
+        closed = self.params["closed"].reshape(-1, 3)
+        out = np.empty(phi.shape + (3,))
+        for axis in range(3):
+            ax = axis + 1
+            h = spacing[:, axis].reshape(-1, 1, 1, 1)
+            central = (np.roll(phi, -1, axis=ax) - np.roll(phi, 1, axis=ax)) / (2.0 * h)
+            # Open axes: one-sided differences at the two ends.
+            first = [slice(None)] * 4
+            last = [slice(None)] * 4
+            first[ax], last[ax] = 0, -1
+            second, before = list(first), list(last)
+            second[ax], before[ax] = 1, -2
+            open_ = (closed[:, axis] == 0.0).reshape(-1, 1, 1)
+            h2 = spacing[:, axis].reshape(-1, 1, 1)
+            central[tuple(first)] = np.where(open_, (phi[tuple(second)] - phi[tuple(first)]) / h2, central[tuple(first)])
+            central[tuple(last)] = np.where(open_, (phi[tuple(last)] - phi[tuple(before)]) / h2, central[tuple(last)])
+            out[..., axis] = central
+        return out
 
     def _table_cache(self):
-        """``(4, bones * n^3)``: phi and its central-difference gradient at every node, one
-        contiguous row per channel."""
+        """``(phi, packed, margin)``: ``phi (bones * n^3,)`` float64 (the stored grid, flat);
+        ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi, d/dx,
+        d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds the
+        difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``."""
         if self._table is None:
-            n = self.config["resolution"]
-            phi = self.params["phi"].reshape(-1, n, n, n)
-            spacing = self.params["spacing"].reshape(-1, 3)
-            closed = self.params["closed"].reshape(-1, 3)
-            table = np.empty(phi.shape + (4,))
-            table[..., 0] = phi
-            for axis in range(3):
-                ax = axis + 1
-                h = spacing[:, axis].reshape(-1, 1, 1, 1)
-                central = (np.roll(phi, -1, axis=ax) - np.roll(phi, 1, axis=ax)) / (2.0 * h)
-                # Open axes: one-sided differences at the two ends.
-                first = [slice(None)] * 4
-                last = [slice(None)] * 4
-                first[ax], last[ax] = 0, -1
-                second, before = list(first), list(last)
-                second[ax], before[ax] = 1, -2
-                open_ = (closed[:, axis] == 0.0).reshape(-1, 1, 1)
-                h2 = spacing[:, axis].reshape(-1, 1, 1)
-                central[tuple(first)] = np.where(open_, (phi[tuple(second)] - phi[tuple(first)]) / h2, central[tuple(first)])
-                central[tuple(last)] = np.where(open_, (phi[tuple(last)] - phi[tuple(before)]) / h2, central[tuple(last)])
-                table[..., axis + 1] = central
-            # one contiguous row per channel: four 1-D gathers beat one gather of 4-wide rows
-            self._table = np.ascontiguousarray(table.reshape(-1, 4).T)
+            phi = np.ascontiguousarray(self.params["phi"], dtype=float).ravel()
+            packed = np.empty((len(phi), 4), dtype=np.float32)
+            packed[:, 0] = phi
+            packed[:, 1:] = self._gradient_grid().reshape(-1, 3)
+            # float32 rounding of the corners and of three lerps (about 31 ulps of the largest
+            # |phi|, see _interpolate); twice that for safety.
+            scale = float(np.max(np.abs(phi))) if len(phi) else 0.0
+            margin = 64.0 * float(np.finfo(np.float32).eps) * max(scale, 1e-30)
+            self._table = (phi, packed.view(np.complex128).ravel(), margin)
         return self._table
+
+    def _geometry(self, bone):
+        """Per-row grid geometry, axes first (see :class:`_Geometry`)."""
+        n = self.config["resolution"]
+        if bone is None:
+            lower = self.params["lower"].reshape(3, 1)
+            spacing = self.params["spacing"].reshape(3, 1)
+            closed = (self.params["closed"] == 1.0).reshape(3, 1)
+            base = None
+        else:
+            lower = np.ascontiguousarray(self.params["lower"].reshape(-1, 3)[bone].T)
+            spacing = np.ascontiguousarray(self.params["spacing"].reshape(-1, 3)[bone].T)
+            closed = np.ascontiguousarray((self.params["closed"].reshape(-1, 3) == 1.0)[bone].T)
+            base = bone * n**3
+        return _Geometry(n, lower, spacing, closed, base)
 
     # -- evaluation ---------------------------------------------------------------------------------------
     def _grid_points(self, rows, bone):
@@ -681,77 +957,56 @@ class SdfGridLimit(RowsPerBone, LimitModel):
 
     def _in_box(self, p, bone):
         """``(R,)`` bool: inside the grid box on every open axis."""
-        n = self.config["resolution"]
-        lower = self._per_row("lower", bone)
-        upper = lower + (n - 1) * self._per_row("spacing", bone)
-        closed = self._per_row("closed", bone) == 1.0
-        ok = np.ones(len(p), dtype=bool)
-        for axis in range(3):
-            inside = (p[:, axis] >= lower[..., axis]) & (p[:, axis] <= upper[..., axis])
-            ok &= inside | closed[..., axis]
-        return ok
+        return self._geometry(bone).in_box(np.ascontiguousarray(p.T))
 
     def _clamp(self, p, bone):
         """Points moved into the grid box (open axes) / onto the first turn (closed axes)."""
-        n = self.config["resolution"]
-        lower = self._per_row("lower", bone)
-        spacing = self._per_row("spacing", bone)
-        closed = self._per_row("closed", bone) == 1.0
-        out = np.empty_like(p)
-        for axis in range(3):
-            lo = lower[..., axis]
-            clamped = np.clip(p[:, axis], lo, lo + (n - 1) * spacing[..., axis])
-            if closed.any():
-                clamped = np.where(closed[..., axis], lo + np.mod(p[:, axis] - lo, TWO_PI), clamped)
-            out[:, axis] = clamped
-        return out
+        x = np.ascontiguousarray(p.T)
+        self._geometry(bone).clamp(x)
+        return x.T.copy()
 
     def _sample(self, p, bone, gradient=True):
         """Trilinear ``phi (R,)`` and gradient ``(R, 3)`` (or None) at points ``p (R, 3)``."""
-        n = self.config["resolution"]
-        table = self._table_cache()
-        lower = self._per_row("lower", bone)
-        spacing = self._per_row("spacing", bone)
-        closed = self._per_row("closed", bone)
-        any_closed = bool(np.any(closed))
-        base = np.zeros(len(p), dtype=np.intp) if bone is None else bone * n**3
-        index0, index1, weights = [], [], []
-        for axis, stride in zip(range(3), (n * n, n, 1)):
-            u = (p[:, axis] - lower[..., axis]) / spacing[..., axis]
-            if any_closed:
-                c = closed[..., axis] == 1.0
-                u = np.where(c, np.mod(u, n), np.clip(u, 0.0, n - 1.0))
-                i0 = np.minimum(np.floor(u), n - 1.0).astype(np.intp)
-                i0 = np.where(c, i0, np.minimum(i0, n - 2))
-                i1 = np.where(c & (i0 == n - 1), 0, i0 + 1)
-            else:
-                np.clip(u, 0.0, n - 1.0, out=u)
-                i0 = np.minimum(u.astype(np.intp), n - 2)
-                i1 = i0 + 1
-            f = u - i0
-            index0.append(i0 * stride)
-            index1.append(i1 * stride)
-            weights.append(f)
-        fx, fy, fz = weights
-        gx, gy, gz = 1.0 - fx, 1.0 - fy, 1.0 - fz
-        wxy = [gx * gy, gx * fy, fx * gy, fx * fy]
-        channels = table if gradient else table[:1]
-        acc = np.zeros((len(channels), len(p)))
-        for corner, (di, dj, dk) in enumerate(_CORNERS):
-            idx = base + (index1[0] if di else index0[0])
-            idx += index1[1] if dj else index0[1]
-            idx += index1[2] if dk else index0[2]
-            w = wxy[corner // 2] * (fz if dk else gz)
-            for k, channel in enumerate(channels):
-                term = channel.take(idx)
-                term *= w
-                acc[k] += term
-        if gradient:
-            return acc[0], acc[1:].T
-        return acc[0], None
+        geo = self._geometry(bone)
+        cell = geo.cell(np.ascontiguousarray(p.T))
+        phi = self._phi_cell(cell)
+        if not gradient:
+            return phi, None
+        return phi, self._packed_cell(cell)[1:].T.copy()
 
     def _phi(self, p, bone):
         return self._sample(p, bone, gradient=False)[0]
+
+    def _phi_cell(self, cell):
+        """Trilinear ``phi (R,)`` (float64) in the cells ``cell`` (from :meth:`_Geometry.cell`)."""
+        return _interpolate(self._table_cache()[0].take(cell[0]), cell[1])
+
+    def _packed_cell(self, cell):
+        """``(4, R)`` float64: trilinear ``phi`` and gradient from the float32 table in the cells
+        ``cell`` (one 16-byte gather per corner)."""
+        index, fraction = cell[0], cell[1]
+        corners = self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
+        f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
+        return _interpolate(corners, f).T.astype(float, order="C")
+
+    def _points(self, rows, bone):
+        """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
+        if self.config["space"] == "EXP_MAP":
+            p = np.empty((3, len(rows)))
+            exp_map_into(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], p.T)
+            return p
+        return np.ascontiguousarray(self._grid_points(rows, bone).T)
+
+    def _quaternions(self, x, out=None):
+        """Quaternions ``(R, 4)`` of points ``x (3, R)`` (into ``out`` if given)."""
+        if self.config["space"] == "EXP_MAP":
+            if out is None:
+                out = np.empty((x.shape[1], 4))
+            return quaternion_from_exp_map_into(x[0], x[1], x[2], out)
+        q = quaternion_from_coordinates(x.T, self.config["space"])
+        if out is not None:
+            out[...] = q
+        return q
 
     # -- the interface ----------------------------------------------------------------------------------
     def contains(self, q, tolerance=CONTAINS_TOLERANCE):
@@ -781,33 +1036,112 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
         out = np.array(rows)
+        late, late_x = [], []
         for start in range(0, len(rows), CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, len(rows))
             part = None if bone is None else bone[start:stop]
-            out[start:stop] = self._project_rows(rows[start:stop], part)
+            index, x = self._project_rows(rows[start:stop], part, out[start:stop])
+            if len(index):
+                late.append(index + start)
+                late_x.append(x)
+        if late:
+            # The few rows the two paper steps leave outside, all chunks at once (the extra steps
+            # and the bisection are many small passes: one set of them, not one per chunk).
+            late = np.concatenate(late)
+            x = np.concatenate(late_x)
+            sub = None if bone is None else bone[late]
+            x = self._descend(x, sub, target=-CONTAINS_TOLERANCE, steps=EXTRA_STEPS)
+            x = self._fallback(x, sub)
+            out[late] = quaternion_from_coordinates(x, self.config["space"])
         return out.reshape(lead + (4,))
 
-    def _project_rows(self, rows, bone):
-        finite = np.isfinite(rows).all(axis=-1)
+    def _project_rows(self, rows, bone, out):
+        """The two paper steps for the rows of one chunk: writes the rotations they bring inside
+        to ``out`` and returns ``(index, x (L, 3))`` of the rows still outside (``phi > tolerance
+        / 2``) with their points, for :meth:`project` to finish."""
+        finite = _finite_rows(rows)
         safe = rows if finite.all() else np.where(finite[:, None], rows, IDENTITY_QUATERNION)
-        p = self._grid_points(safe, bone)
-        inside = self._in_box(p, bone)
-        phi, _ = self._sample(p, bone, gradient=False)
-        todo = np.flatnonzero(~(inside & (phi <= CONTAINS_TOLERANCE)) & finite)
-        if not len(todo):
-            return rows
-        out = np.array(rows)
-        sub = None if bone is None else bone[todo]
-        x = self._clamp(p[todo], sub)
-        x = self._descend(x, sub, target=0.0, steps=2)
-        phi = self._phi(x, sub)
-        late = np.flatnonzero(phi > 0.5 * CONTAINS_TOLERANCE)
-        if len(late):
-            sub_late = None if sub is None else sub[late]
-            x_late = self._descend(x[late], sub_late, target=-CONTAINS_TOLERANCE, steps=EXTRA_STEPS)
-            x[late] = self._fallback(x_late, sub_late)
-        out[todo] = quaternion_from_coordinates(x, self.config["space"])
-        return out
+        geo = self._geometry(bone)
+        p = self._points(safe, bone)
+        # Sample at p with the open axes clamped into the box: for rows inside the box that is p
+        # itself (so the inside test below is contains()'s), for the others the first step's start.
+        x = geo.clamp_open(p)
+        inside = geo.in_box(p, clamped=x)
+        value = self._packed_cell(geo.cell(x))
+        phi = value[0]
+        # The float32 phi decides where it cannot be wrong; float64 near the tolerance. (Far
+        # from it, it is the first step's length; the second step and the test after it, which
+        # make the result's accuracy, use float64 phi.)
+        margin = self._table_cache()[2]
+        near = phi <= CONTAINS_TOLERANCE + margin
+        near &= (phi >= CONTAINS_TOLERANCE - margin) | ~inside
+        near = np.flatnonzero(near)
+        if len(near):
+            phi[near] = self._phi_cell(geo.rows(near).cell(x[:, near]))
+        outside = ~(inside & (phi <= CONTAINS_TOLERANCE)) & finite
+        count = int(np.count_nonzero(outside))
+        if not count:
+            return np.empty(0, dtype=np.intp), np.empty((0, 3))
+        todo = frozen = None
+        if 2 * count >= len(rows) and not geo.any_closed:
+            # Most rows move: step every row, the others with length 0 (they stay exactly where
+            # they are), and restore them at the end (cheaper than gathering and scattering).
+            if count < len(rows):
+                frozen = np.flatnonzero(~outside)
+                phi[frozen] = 0.0
+        else:
+            todo = np.flatnonzero(outside)
+            x, phi, value, geo = x[:, todo], phi[todo], value[:, todo], geo.rows(todo)
+            geo.clamp(x)  # closed axes onto their first turn (open ones are in the box already)
+        moved = _step(x, phi, value[1:], geo, 0.0)
+        active = None if moved is None else np.flatnonzero(moved)
+        xa, ga = (x, geo) if active is None else (x[:, active], geo.rows(active))
+        index, fraction, corner = ga.cell(xa)
+        corners = self._table_cache()[0].take(index)
+        pa = _interpolate(corners, fraction)
+        if frozen is not None and active is None:
+            pa[frozen] = 0.0
+        moved = _step(xa, pa, self._packed_cell((index, fraction))[1:], ga, 0.0)
+        # phi where step 2 moved, from the same corners while the point stays in its cell
+        again = None if moved is None else np.flatnonzero(moved)
+        if again is None:
+            pa = self._phi_after(xa, ga, corners, corner)
+        elif len(again):
+            pa[again] = self._phi_after(xa[:, again], ga.rows(again), corners[:, again], corner[:, again])
+        if active is None:
+            phi = pa
+        else:
+            phi[active] = pa
+            x[:, active] = xa
+        if frozen is not None:
+            phi[frozen] = 0.0
+        late = phi > 0.5 * CONTAINS_TOLERANCE
+        any_late = late.any()
+        if todo is None:
+            self._quaternions(x, out)  # late rows too: project() overwrites them
+            if frozen is not None:
+                out[frozen] = rows[frozen]
+            todo = np.arange(len(rows))
+        else:
+            done = np.flatnonzero(~late) if any_late else slice(None)
+            out[todo[done]] = self._quaternions(x[:, done])
+        if not any_late:
+            return np.empty(0, dtype=np.intp), np.empty((0, 3))
+        late = np.flatnonzero(late)
+        return todo[late], x[:, late].T.copy()
+
+    def _phi_after(self, x, geo, corners, corner):
+        """Trilinear ``phi`` at points ``x (3, R)`` that were in the cells with first corners
+        ``corner`` and corner values ``corners (8, R)``: those values where a point is still in
+        its cell, a fresh lookup elsewhere."""
+        if geo.any_closed:
+            return self._phi_cell(geo.cell(x))
+        fraction, same = geo.refraction(x, corner)
+        phi = _interpolate(corners, fraction)
+        if not same.all():
+            moved = np.flatnonzero(~same)
+            phi[moved] = self._phi_cell(geo.rows(moved).cell(x[:, moved]))
+        return phi
 
     def _descend(self, x, bone, target, steps):
         """``steps`` gradient steps ``x <- x - (phi - target) g / |g|`` (eq. 7); rows that reach
