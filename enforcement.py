@@ -17,11 +17,15 @@ from bpy.app.handlers import persistent
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
 from .rig.app_handlers import install, uninstall
-from .rig.pose_io import PoseArrays
+from .rig.lookahead import CHANNELS as CHANNEL_ARRAYS
+from .rig.lookahead import action_identity, action_poses
+from .rig.pose_io import MODE_AXIS_ANGLE, MODE_QUATERNION, PoseArrays
 from .rig.storage import read_limit
 
 #: Poses remembered per rig (about 3 kB each for 60 bones).
 MEMO_SIZE = 4096
+#: Frames of an action limited ahead of playback (each remembers two poses).
+LOOK_AHEAD_FRAMES = 1500
 
 _cache = {}
 _reported = set()
@@ -59,6 +63,10 @@ class _CompiledRig:
         #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
         #: function of the pose, so looping playback and scrubbing replay it for free.
         self.memo = {}
+        #: the action (:func:`.rig.lookahead.action_identity`) whose frames are in the memo
+        self.looked_ahead = None
+        #: poses limited one at a time (not found in the memo): for tests and benchmarks
+        self.computed = 0
 
 
 def invalidate(*_args):
@@ -124,22 +132,25 @@ def compiled(obj):
 
 
 def _project_group(obj, group, arrays):
-    """Rows of ``group`` whose rotation leaves its limit, and their limited rotations."""
+    """``(moved (..., R), limited (..., R, 4))`` for the ``R`` bones of ``group`` in ``arrays``
+    (one pose, or poses over frames): which rotations leave their limit, and every rotation
+    after limiting (the others as they are)."""
     q = arrays.local_quaternions(group.rows)
     ok = np.all(np.isfinite(q), axis=-1) & (np.linalg.norm(q, axis=-1) > 1e-6)
     if not ok.all():
-        for name in np.asarray(group.names)[~ok]:
+        for name in np.asarray(group.names)[~ok.reshape(-1, len(group.rows)).all(axis=0)]:
             report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
-        q = np.where(ok[:, None], q, np.array([1.0, 0.0, 0.0, 0.0]))
-    outside, p = group.limit.project_outside(q)
-    p = p[ok[outside]]  # NaN rows were replaced by the identity: never write them
-    outside &= ok
-    if not outside.any():
-        return group.rows[:0], p
-    influence = group.influence[outside]
-    if np.any(influence < 1.0):
-        p = slerp(q[outside], p, influence)
-    return group.rows[outside], p
+        q = np.where(ok[..., None], q, np.array([1.0, 0.0, 0.0, 0.0]))
+    moved, p = group.limit.project_outside(q)
+    p = p[ok[moved]]  # NaN rows were replaced by the identity: never write them
+    moved &= ok
+    limited = q.copy()
+    if moved.any():
+        influence = np.broadcast_to(group.influence, moved.shape)[moved]
+        if np.any(influence < 1.0):
+            p = slerp(q[moved], p, influence)
+        limited[moved] = p
+    return moved, limited
 
 
 def enforce_object(obj):
@@ -150,9 +161,13 @@ def enforce_object(obj):
     arrays = PoseArrays(obj.pose.bones)
     key = arrays.key()
     hit = rig.memo.get(key)
+    if hit is None and _look_ahead(obj, rig, arrays):
+        hit = rig.memo.get(key)
     if hit is None:
         if len(rig.memo) > MEMO_SIZE:
             rig.memo.clear()
+            rig.looked_ahead = None
+        rig.computed += 1
         hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
         if hit[1]:
             # the pose we are about to write is our own result: when an update hands it back
@@ -172,7 +187,7 @@ def _limit_pose(obj, rig, arrays):
     rows, values = [], []
     for group in list(rig.groups):
         try:
-            r, v = _project_group(obj, group, arrays)
+            moved, limited = _project_group(obj, group, arrays)
         except Exception as err:  # noqa: BLE001 - isolate the broken bone, keep the rest
             rig.groups.remove(group)
             if len(group.rows) > 1:
@@ -180,13 +195,49 @@ def _limit_pose(obj, rig, arrays):
                 return _limit_pose(obj, rig, arrays)
             report_once((obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})")
             continue
-        rows.append(r)
-        values.append(v)
+        rows.append(group.rows[moved])
+        values.append(limited[moved])
     rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
     if len(rows) == 0:
         return 0, {}
     channels = arrays.set_local_quaternions(rows, np.concatenate(values))
     return len(rows), arrays.values(channels)
+
+
+def _look_ahead(obj, rig, arrays):
+    """Limit every frame of the rig's action in one batched projection per group and remember
+    the results, so playing it only looks them up. Runs once per action (and after the memo
+    was cleared); returns whether it did. Any failure leaves the frame-by-frame path, which
+    isolates broken bones, to do the work."""
+    identity = action_identity(obj)
+    if identity is None or identity == rig.looked_ahead:
+        return False
+    rig.looked_ahead = identity
+    try:
+        found = action_poses(obj, arrays, LOOK_AHEAD_FRAMES)
+        if found is None:
+            return False
+        frames, poses = found
+        keys = [poses.frame_key(f) for f in range(len(frames))]
+        results = [_project_group(obj, group, poses) for group in rig.groups]
+    except Exception:  # noqa: BLE001 - see the docstring
+        return False
+    rows = np.concatenate([group.rows for group in rig.groups])
+    moved = np.concatenate([m for m, _ in results], axis=-1)
+    poses.set_local_quaternions(rows, np.concatenate([q for _, q in results], axis=-2), where=moved)
+    channels = _channels_by_mode(poses.modes[rows])
+    for f, key in enumerate(keys):
+        if not moved[f].any():
+            rig.memo.setdefault(key, (0, {}))
+            continue
+        names = {channels[i] for i in np.flatnonzero(moved[f])}
+        rig.memo[key] = (int(moved[f].sum()), {name: getattr(poses, CHANNEL_ARRAYS[name])[f].copy() for name in names})
+        rig.memo.setdefault(poses.frame_key(f), (0, {}))  # our own result, handed back
+    return True
+
+
+def _channels_by_mode(modes):
+    return ["rotation_quaternion" if m == MODE_QUATERNION else "rotation_axis_angle" if m == MODE_AXIS_ANGLE else "rotation_euler" for m in modes.tolist()]
 
 
 def _armatures(scene):

@@ -97,8 +97,8 @@ class JointLimit:
         return self.from_relative(out)
 
     def project_outside(self, local, tolerance=1e-5):
-        """For a stacked limit and one rotation per bone ``(B, 4)``: ``(moved (B,) bool,
-        projected (k, 4))`` for the ``k`` rotations that leave their limit by more than
+        """For a stacked limit and one rotation per bone ``(B, 4)`` (or ``(..., B, 4)``, e.g. every
+        frame of an action): ``(moved (..., B) bool, projected (k, 4))`` for the ``k`` rotations that leave their limit by more than
         ``tolerance`` radians (rotations on the boundary, e.g. float32 round-off of an earlier
         projection, count as inside). The live handler's fast path: when every rotation is
         inside, the cost is one ``contains``. When any is outside the whole stack is projected
@@ -113,7 +113,7 @@ class JointLimit:
         radius = np.broadcast_to(self.soft_radius, moved.shape)[moved]
         if np.any(radius > 0):
             out = soften(rel[moved], out, radius, np.broadcast_to(self.soft_falloff, moved.shape)[moved])
-        reference = self.reference[moved] if self.reference.ndim == 2 else self.reference
+        reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
         return moved, quaternion_multiply(reference, out)
 
     def violation(self, local):

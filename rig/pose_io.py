@@ -29,7 +29,12 @@ def mode_code(mode):
 
 
 class PoseArrays:
-    """A snapshot of every pose bone's rotation channels of one armature object."""
+    """A snapshot of every pose bone's rotation channels of one armature object.
+
+    The channel arrays are ``(n, k)`` float32, or ``(F, n, k)`` for poses over frames (see
+    :meth:`over_frames`); only the channels some bone's rotation mode uses are read (the
+    others stay zero).
+    """
 
     def __init__(self, pose_bones):
         n = len(pose_bones)
@@ -39,8 +44,25 @@ class PoseArrays:
         self.euler = np.zeros((n, 3), dtype=np.float32)
         self.axis_angle = np.zeros((n, 4), dtype=np.float32)
         pose_bones.foreach_get("rotation_mode", self.modes)
+        self.read(self.channels_read())
+
+    def channels_read(self):
+        """The rotation modes present, as :meth:`read` takes them."""
         lo, hi = int(self.modes.min(initial=0)), int(self.modes.max(initial=0))
-        self.read({MODE_QUATERNION} if lo == hi == MODE_QUATERNION else set(self.modes.tolist()))
+        return {MODE_QUATERNION} if lo == hi == MODE_QUATERNION else set(self.modes.tolist())
+
+    def over_frames(self, count):
+        """A copy whose channels repeat this snapshot over ``count`` frames (``(F, n, k)``), to
+        be filled with animated values; it cannot read or write Blender."""
+        out = object.__new__(PoseArrays)
+        out.pose_bones, out.modes = None, self.modes
+        for name in ("quaternion", "euler", "axis_angle"):
+            setattr(out, name, np.repeat(getattr(self, name)[None], count, axis=0))
+        return out
+
+    def frame_key(self, f):
+        """:meth:`key` of frame ``f`` of an :meth:`over_frames` snapshot."""
+        return b"".join((self.modes.tobytes(), self.quaternion[f].tobytes(), self.euler[f].tobytes(), self.axis_angle[f].tobytes()))
 
     def read(self, codes):
         """Read only the channels used by the rotation modes in ``codes``."""
@@ -52,44 +74,49 @@ class PoseArrays:
             self.pose_bones.foreach_get("rotation_euler", self.euler.ravel())
 
     def local_quaternions(self, rows):
-        """Local rotations of bones ``rows`` as quaternions ``(len(rows), 4)``, whatever their mode."""
+        """Local rotations of bones ``rows`` as quaternions ``(..., len(rows), 4)``, whatever
+        their mode."""
         rows = np.asarray(rows, dtype=np.intp)
         modes = self.modes[rows]
-        out = np.empty((len(rows), 4))
+        out = np.empty(self.quaternion.shape[:-2] + (len(rows), 4))
         sel = modes == MODE_QUATERNION
-        out[sel] = self.quaternion[rows[sel]]
+        out[..., sel, :] = self.quaternion[..., rows[sel], :]
         sel = modes == MODE_AXIS_ANGLE
         if sel.any():
-            out[sel] = quaternion_from_axis_angle(self.axis_angle[rows[sel]])
+            out[..., sel, :] = quaternion_from_axis_angle(self.axis_angle[..., rows[sel], :])
         for order, code in EULER_CODES.items():
             sel = modes == code
             if sel.any():
-                out[sel] = quaternion_from_euler(self.euler[rows[sel]], order)
+                out[..., sel, :] = quaternion_from_euler(self.euler[..., rows[sel], :], order)
         return out
 
-    def set_local_quaternions(self, rows, q):
-        """Store rotations ``q (len(rows), 4)`` into each bone's own channel; returns the set of
-        channel names changed (pass it to :meth:`write`). Euler values stay continuous with the
-        current ones; quaternions keep their current sign."""
+    def set_local_quaternions(self, rows, q, where=None):
+        """Store rotations ``q (..., len(rows), 4)`` into each bone's own channel (only where
+        ``where (..., len(rows))`` is true, when given); returns the set of channel names
+        changed (pass it to :meth:`write`). Euler values stay continuous with the current ones;
+        quaternions keep their current sign."""
         rows = np.asarray(rows, dtype=np.intp)
         modes = self.modes[rows]
         changed = set()
+
+        def store(channel, name, sel, new):
+            r = rows[sel]
+            mask = np.ones(new.shape[:-1], dtype=bool) if where is None else where[..., sel]
+            if mask.any():
+                channel[..., r, :] = np.where(mask[..., None], new, channel[..., r, :])
+                changed.add(name)
+
         sel = modes == MODE_QUATERNION
         if sel.any():
-            r = rows[sel]
-            self.quaternion[r] = quaternion_toward(q[sel], self.quaternion[r].astype(float))
-            changed.add("rotation_quaternion")
+            store(self.quaternion, "rotation_quaternion", sel, quaternion_toward(q[..., sel, :], self.quaternion[..., rows[sel], :].astype(float)))
         sel = modes == MODE_AXIS_ANGLE
         if sel.any():
-            self.axis_angle[rows[sel]] = axis_angle_from_quaternion(q[sel])
-            changed.add("rotation_axis_angle")
+            store(self.axis_angle, "rotation_axis_angle", sel, axis_angle_from_quaternion(q[..., sel, :]))
         for order, code in EULER_CODES.items():
             sel = modes == code
             if sel.any():
-                r = rows[sel]
-                new = euler_from_quaternion(q[sel], order)
-                self.euler[r] = euler_compatible(new, self.euler[r].astype(float), order)
-                changed.add("rotation_euler")
+                new = euler_from_quaternion(q[..., sel, :], order)
+                store(self.euler, "rotation_euler", sel, euler_compatible(new, self.euler[..., rows[sel], :].astype(float), order))
         return changed
 
     def key(self):
