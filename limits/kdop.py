@@ -18,15 +18,23 @@ those conditions, all points at once:
 
 1. *Face* ``k``, the most violated plane (found from the 13 values ``|axes . y - mid| - half``,
    since only the nearer plane of a slab can be violated): ``p = y - s_k n_k`` is the answer if
-   ``k`` bounds a face and ``p`` satisfies the planes around that face (precomputed adjacency).
-2. *Edge* ``(k, l)``, ``l`` the neighbour most violated at the face projection: the
-   multipliers solve a 2x2 system; ``p`` is the projection onto the planes' common line, the
-   answer if both multipliers are ``>= 0`` and ``p`` lies on the edge's segment.
+   ``p`` is inside (tested against all 13 slabs; then ``y - p = s_k n_k`` with ``s_k > 0``).
+2. *Edge* ``(k, l)``, ``l`` the plane most violated at the face projection (or, when that plane
+   does not meet ``k`` in an edge, the most violated of ``k``'s neighbours): the multipliers
+   solve a 2x2 system; ``p`` is the projection onto the planes' common line, the answer if both
+   multipliers are ``>= 0`` and ``p`` lies on the edge's segment.
 3. *Vertex* where that projection fell off the segment, with the plane ``m`` that ends it: the
-   answer if the 3x3 multipliers are ``>= 0``.
-4. Points failing all three guesses (a few percent; e.g. when the most violated plane is not
-   active, or at vertices where more than three planes meet) take the exhaustive fallback: the
-   nearest of their projections onto every edge segment, which is the nearest boundary point.
+   answer if the 3x3 multipliers are ``>= 0`` (the inverse of the three normals is tabled per
+   segment end).
+4. Points failing all three guesses (about one percent of far-outside points; e.g. when the
+   most violated plane is not active, or at vertices where more than three planes meet) take
+   the exhaustive fallback: the nearest of their projections onto every edge segment, which is
+   the nearest boundary point.
+
+Every guess is evaluated for every point outside, in batches of :data:`CHUNK_ROWS` rows laid
+out as rows of components (``(13, n)`` slab values, ``(n,)`` per quantity), which keeps
+numpy's reductions along contiguous rows and avoids gathering subsets (a far-outside point
+needs two of the three guesses on average).
 
 Each k-DOP's structure (the segment of every plane pair's line inside the polytope, which
 plane ends it, the planes around each face, the edge list) is computed once, vectorized, and
@@ -51,7 +59,6 @@ from .shape_limit import (
     flatten_rows,
     from_local,
     principal_frame,
-    rows_differ,
     select_rows,
     to_local,
 )
@@ -87,8 +94,6 @@ _PLANES = len(NORMALS)
 _AXES_T = np.ascontiguousarray(KDOP_AXES.T)
 _NORMALS_T = np.ascontiguousarray(NORMALS.T)
 _GRAM = NORMALS @ NORMALS.T
-_PLANE_AXIS = np.arange(_PLANES) % _AXES
-_PLANE_SIGN = np.where(np.arange(_PLANES) < _AXES, 1.0, -1.0)
 
 # Every ordered pair of planes (k, l): parallel or not, the unit direction d = n_k x n_l of
 # the common line, the matrix giving the line's point nearest the frame origin
@@ -101,7 +106,10 @@ _system = np.stack(np.broadcast_arrays(NORMALS[:, None, :], NORMALS[None, :, :],
 _LINE_SOLVE = np.linalg.inv(np.where(_PARALLEL[..., None, None], np.eye(3), _system))
 _LINE_ALONG = _LINE_DIR @ NORMALS.T  # (26, 26, 26)
 _LINE_DIR_FLAT = _LINE_DIR.reshape(-1, 3)
+_LINE_DIR_COLUMNS = np.ascontiguousarray(_LINE_DIR_FLAT.T)
 _GRAM_FLAT = _GRAM.reshape(-1)
+# 1 / (1 - g^2) for the 2x2 multipliers of every plane pair's line (0 for parallel planes).
+_EDGE_INVERSE = np.where(_PARALLEL.reshape(-1), 0.0, 1.0 / np.where(_PARALLEL.reshape(-1), 1.0, 1.0 - _GRAM_FLAT**2))
 del _cross, _cross_norm, _system
 
 #: Slack (radians) when testing feasibility and the sign of multipliers.
@@ -110,8 +118,13 @@ FEASIBILITY_TOLERANCE = 1e-10
 #: Smallest depth (radians) of a valid k-DOP's interior (fitted ones have at least the padding).
 MIN_INTERIOR = 1e-7
 
-#: Rows per batch of the projection (keeps the per-row arrays in the CPU cache).
-CHUNK_ROWS = 8192
+#: Rows per batch of the projection: per-call overhead against the per-row arrays staying in
+#: the CPU cache (measured best of 4096 - 32768 on the projection benchmark; the same as
+#: :data:`.shape_limit.CHUNK_ROWS`, so one batch per shape-limit batch).
+CHUNK_ROWS = 16384
+
+#: Rows per batch of the exhaustive edge scan (its temporaries hold a value per row and edge).
+_SCAN_ROWS = 1024
 
 _CORE_NDIMS = {"position": 1, "rotation": 2, "mins": 1, "maxs": 1}
 
@@ -149,18 +162,19 @@ def kdop_tables(offsets):
 
     ``pair_origin (P*676, 3)``, ``pair_t_lo``/``pair_t_hi (P*676,)``
         The line of planes ``k`` and ``l`` is ``origin + t * d_kl``; the k-DOP holds the segment
-        ``t_lo <= t <= t_hi``.
+        ``t_lo <= t <= t_hi``. ``pair_origin_columns (3, P*676)``: the origins' components.
     ``pair_plane_lo``/``pair_plane_hi (P*676,)`` int
         The plane ending that segment at ``t_lo`` / ``t_hi``.
+    ``end_dual (9, P*676*2)``
+        For the segment's end ``2 * pair + (0 at t_lo, 1 at t_hi)``: the inverse of the matrix
+        whose columns are the normals of ``k``, ``l`` and the plane ending it there (row
+        ``3 * j + i`` holds entry ``(j, i)``), NaN where those normals are nearly dependent.
     ``pair_is_edge (P*676,)`` bool
         Planes ``k`` and ``l`` meet in an edge of positive length (else the other pair entries
         are meaningless but finite).
     ``face_is_facet (P*26,)`` bool, ``face_adjacent (P*26, D)`` int
         Plane ``k`` bounds a face (at least 3 edges, in more than one direction); the planes
-        sharing an edge with it, padded with ``k`` itself. ``face_axis``, ``face_sign``, ``face_half``, ``face_gram``
-        ``(P*26, D)``: slab index, side, half-width and ``n_k . n_j`` of those planes.
-    ``half (P, 13)``
-        Half-widths of the slabs.
+        sharing an edge with it, padded with ``k`` itself; ``face_width`` holds ``D``.
     ``edge_origin``/``edge_direction (P, E, 3)``, ``edge_length (P, E)``, ``edge_count (P,)``
         Every edge once, as a segment; rows are padded by repeating edge 0.
     ``interior_margin (P,)``
@@ -177,12 +191,21 @@ def kdop_tables(offsets):
     length = t_hi - t_lo
     is_edge = ~_PARALLEL & parallel_ok & finite & (length > 1e-12)
 
+    # The vertex at either end of each pair's segment: the inverse of the matrix whose columns
+    # are the normals of k, l and the plane ending the segment there (the multipliers of
+    # y - vertex); NaN where the three are nearly dependent (Gram determinant below 1e-9).
+    normals = np.broadcast_arrays(
+        NORMALS[:, None, None, :], NORMALS[None, :, None, :], NORMALS[np.stack((plane_lo, plane_hi), axis=-1)]
+    )
+    matrix = np.stack(normals, axis=-1)  # (P, 26, 26, 2, 3, 3)
+    regular = np.linalg.det(matrix) ** 2 > 1e-9
+    dual = np.linalg.inv(np.where(regular[..., None, None], matrix, np.eye(3)))
+    dual[~regular] = np.nan
+
     degree = is_edge.sum(axis=-1)
     width = max(int(degree.max()), 1)
     order = np.argsort(~is_edge, axis=-1, kind="stable")[..., :width]
     adjacent = np.where(np.arange(width) < degree[..., None], order, np.arange(_PLANES)[None, :, None])
-    half = 0.5 * (offsets[:, :_AXES] + offsets[:, _AXES:])
-    face_axis = _PLANE_AXIS[adjacent]
     # A face has edges in two directions at least (a plane touching the k-DOP along one line,
     # however many planes share that line, is no face).
     directions = _LINE_DIR[np.arange(_PLANES)[:, None], adjacent] * (np.arange(width) < degree[..., None])[..., None]
@@ -204,19 +227,16 @@ def kdop_tables(offsets):
     margin = np.min(offsets - ends.mean(axis=1) @ _NORMALS_T, axis=1)
     return {
         "pair_origin": origin.reshape(-1, 3),
+        "pair_origin_columns": np.ascontiguousarray(origin.reshape(-1, 3).T),
         "pair_t_lo": t_lo.reshape(-1),
         "pair_t_hi": t_hi.reshape(-1),
         "pair_plane_lo": plane_lo.reshape(-1),
         "pair_plane_hi": plane_hi.reshape(-1),
         "pair_is_edge": is_edge.reshape(-1),
+        "end_dual": np.ascontiguousarray(dual.reshape(-1, 9).T),
         "face_is_facet": is_facet.reshape(-1),
         "face_adjacent": adjacent.reshape(-1, width),
-        "face_axis": face_axis.reshape(-1, width),
-        "face_sign": _PLANE_SIGN[adjacent].reshape(-1, width),
-        "face_half": np.take_along_axis(half[:, None, :], face_axis.reshape(count, 1, -1), axis=2).reshape(-1, width),
-        "face_gram": np.broadcast_to(_GRAM[np.arange(_PLANES)[:, None], adjacent], adjacent.shape).reshape(-1, width),
         "face_width": np.array([width]),
-        "half": half,
         "edge_origin": edge_origin,
         "edge_direction": edge_direction,
         "edge_length": edge_length,
@@ -263,93 +283,205 @@ def _nearest_on_edges(y, tables, which):
     return origins[rows, best] + t_best * directions[rows, best]
 
 
-def _argmax_rows(values, count):
-    """``values (D, count).argmax(axis=0)`` for small ``D``, up to near-ties: much faster than
-    numpy's ``argmax`` over an axis of a few entries.
+# _most_violated_plane: the byte key of a slab row (13 - row in the low bits, 16 when the
+# negative side is violated) -> plane index.
+_ROW_WEIGHTS = np.arange(_AXES, 0, -1, dtype=np.uint8)[:, None]
+_KEY_PLANE = np.zeros(256, dtype=np.intp)
+_KEY_PLANE[1 : _AXES + 1] = np.arange(_AXES - 1, -1, -1)
+_KEY_PLANE[17 : 17 + _AXES] = np.arange(_PLANES - 1, _AXES - 1, -1)
 
-    The floats are mapped to order-preserving integers whose 5 lowest bits are replaced by the
-    row index (the first row winning ties), so one integer ``max`` finds value and index. Values
-    within 32 units in the last place may swap order; the callers only use the index as a guess
-    that is verified afterwards.
+
+def _slab_violations(y, mid, half):
+    """The slab violations ``|axes . y - mid| - half (13, n)`` of points ``y (3, n)`` and a byte
+    key ``(13, n)`` for :func:`_most_violated_plane`, 16 where the negative side is the
+    nearer one (one 13-row float array, in place)."""
+    c = KDOP_AXES @ y
+    c -= mid
+    key = np.less(c, 0.0).view(np.uint8)
+    key *= np.uint8(16)
+    np.abs(c, out=c)
+    c -= half
+    return c, key
+
+
+def _most_violated_plane(violation, key, worst):
+    """Plane index ``(n,)`` of the first slab row of ``violation (13, n)`` reaching its column
+    maximum ``worst (n,)``, on the side recorded in ``key`` (from :func:`_slab_violations`,
+    overwritten).
+
+    ``violation.argmax(axis=0)`` without numpy's slow strided argmax: a byte per entry holding
+    ``row weight + 16 * negative side`` where the maximum is reached, one byte-wide ``max``
+    and a table lookup. (Exact ties may pick a later row; any pick is a guess, verified
+    afterwards.)
     """
-    key = values.view(np.int64).copy()
-    key ^= (key >> 63) & np.int64(0x7FFFFFFFFFFFFFFF)
-    key &= np.int64(~31)
-    key |= (31 - np.arange(len(values), dtype=np.int64))[:, None]
-    return 31 - (key.max(axis=0) & 31)
+    key += _ROW_WEIGHTS
+    key *= np.equal(violation, worst).view(np.uint8)
+    return np.take(_KEY_PLANE, key.max(axis=0))
 
 
-def _solve_outside(y, c_flat, count, rows, k, sk, tables, which):
-    """Nearest points for points ``y (n, 3)`` outside their k-DOP, by guessed active sets.
+def _most_violated_neighbour(p, k, mid, half, tables, which, rows):
+    """For face projections ``p (3, r)`` onto planes ``k (r,)``: the plane sharing an edge with
+    ``k`` most violated at ``p``, and its violation there (``k`` itself, violation 0, when none
+    is violated). ``mid``/``half`` are ``(13, 1)`` or ``(13, n)`` with ``rows (r,)`` the
+    points' columns, ``which`` the k-DOP (int or ``(n,)``)."""
+    width = int(tables["face_width"][0])
+    face = k if np.ndim(which) == 0 and which == 0 else np.take(which, rows) * _PLANES + k
+    adjacent = np.take(tables["face_adjacent"], face[None, :] * width + np.arange(width)[:, None])  # (width, r)
+    if mid.shape[1] > 1:
+        mid, half = mid[:, rows], half[:, rows]
+    s = NORMALS @ p  # (26, r): violations of every plane at p
+    s -= np.concatenate((mid + half, half - mid))
+    count = len(k)
+    r = np.arange(count)
+    s = np.take(s, adjacent * count + r)  # (width, r), the padding (k itself) at 0
+    best = adjacent[s.argmax(axis=0), r], s.max(axis=0)
+    return best
 
-    ``c_flat`` holds the chunk's centred slab coordinates ``axes . y - mid`` as a flattened
-    ``(13, count)`` array, ``rows (n,)`` the points' columns in it, ``k (n,)`` their most
-    violated plane and ``sk (n,)`` its violation, ``which`` their k-DOP (int or ``(n,)``). Each
-    guess is kept only if it passes the KKT test (see the module docstring); the edge and vertex
-    guesses are only made for the points the face guess leaves. Returns ``(points (n, 3),
-    solved (n,) bool)``; unsolved rows need the exhaustive edge scan.
+
+def _guess_chunk(y, mid, half, tables, which):
+    """Nearest points of the points ``y (3, n)`` (frame coordinates, one row per component)
+    outside their k-DOP, by guessed active sets (see the module docstring).
+
+    ``mid``/``half`` are ``(13, 1)`` or per point ``(13, n)``; ``which`` is the k-DOP (an int, or
+    ``(n,)``). Returns ``(rows (m,), points (3, m), solved (m,) bool)`` for the ``m`` points
+    outside; unsolved ones need the exhaustive edge scan. Every guess is made for every point
+    outside (most need two of the three, and gathering subsets costs as much as the
+    arithmetic), each kept only if it passes the KKT test.
     """
     tol = FEASIBILITY_TOLERANCE
     take = np.take
-    width = int(tables["face_width"][0])
+    violation, key = _slab_violations(y, mid, half)  # (13, n): reductions run along rows
+    worst = violation.max(axis=0)
+    rows = np.flatnonzero(worst > 0.0)
+    if rows.size == 0:
+        return rows, np.empty((3, 0)), np.empty(0, dtype=bool)
+    k = take(_most_violated_plane(violation, key, worst), rows)
+    sk = take(worst, rows)
+    y0, y1, y2 = take(y[0], rows), take(y[1], rows), take(y[2], rows)
+    if mid.shape[1] > 1:
+        mid, half, which = mid[:, rows], half[:, rows], which[rows]
 
-    def violation(planes, at_rows, half_width):
-        return _PLANE_SIGN[planes] * c_flat[_PLANE_AXIS[planes] * count + at_rows] - half_width
+    # 1. Face k: its plane projection p = y - s_k n_k must be inside (then y - p = s_k n_k, with
+    # s_k > 0, is the KKT certificate). Checked against all 13 slabs: cheaper than gathering
+    # the planes around the face.
+    p = np.empty((3, len(rows)))
+    for i, yi in enumerate((y0, y1, y2)):
+        np.multiply(sk, take(_NORMALS_T[i], k), out=p[i])
+        np.subtract(yi, p[i], out=p[i])
+    violation, key = _slab_violations(p, mid, half)
+    at_face = violation.max(axis=0)
+    face = at_face <= tol
 
-    # 1. Face k: its plane projection must satisfy the planes around the face. (D, n) layout.
-    face_index = which * _PLANES + k
-    flat_index = (face_index * width)[None, :] + np.arange(width)[:, None]
-    s_face = take(tables["face_sign"], flat_index) * c_flat[take(tables["face_axis"], flat_index) * count + rows]
-    s_face -= take(tables["face_half"], flat_index)
-    s_face -= sk * take(tables["face_gram"], flat_index)
-    face = (s_face.max(axis=0) <= tol) & take(tables["face_is_facet"], face_index)
-    points = y - sk[:, None] * take(NORMALS, k, axis=0)
-    rest = np.flatnonzero(~face)
-    if rest.size == 0:
-        return points, face
-    j = _argmax_rows(s_face[:, rest], len(rest))
-
-    # 2. Edge of planes k and k2, k2 the neighbour most violated at the face projection.
-    y, rows, k, sk, face_index = y[rest], rows[rest], k[rest], sk[rest], face_index[rest]
-    if np.ndim(which):
-        which = which[rest]
-    n = len(rest)
-    r = np.arange(n)
-    k2 = take(tables["face_adjacent"], face_index * width + j)
-    pair = face_index * _PLANES + k2
-    line = k * _PLANES + k2
+    # 2. Edge of planes k and k2, k2 the plane most violated at the face projection, where
+    # its violation is s2 - g s_k (g = n_k . n_k2). Where that plane does not meet k in an
+    # edge (a few percent), k2 is the most violated plane among k's neighbours instead.
+    k2 = _most_violated_plane(violation, key, at_face)
+    base = 0 if np.ndim(which) == 0 and which == 0 else which * (_PLANES * _PLANES)
+    pair = k * _PLANES + k2
+    pair += base
     is_edge = take(tables["pair_is_edge"], pair)
-    g = _GRAM_FLAT[line]
-    inv = 1.0 / np.where(is_edge, 1.0 - g * g, 1.0)
-    half = tables["half"][which]
-    s2 = violation(k2, rows, half[_PLANE_AXIS[k2]] if half.ndim == 1 else half[r, _PLANE_AXIS[k2]])
-    lam_k = (sk - g * s2) * inv
-    lam_2 = (s2 - g * sk) * inv
-    origin = take(tables["pair_origin"], pair, axis=0)
-    direction = take(_LINE_DIR_FLAT, line, axis=0)
-    t = np.einsum("ij,ij->i", y - origin, direction)
+    retry = np.flatnonzero(~(is_edge | face))
+    if retry.size:
+        k2[retry], at_face[retry] = _most_violated_neighbour(p[:, retry], k[retry], mid, half, tables, which, retry)
+        pair[retry] = k[retry] * _PLANES + k2[retry]
+        if np.ndim(base):
+            pair[retry] += base[retry]
+        is_edge[retry] = take(tables["pair_is_edge"], pair[retry])
+    line = k * _PLANES + k2
+    g = take(_GRAM_FLAT, line)
+    s2 = g * sk
+    s2 += at_face
+    inv = take(_EDGE_INVERSE, line)
+    lam_k = sk - g * s2
+    lam_k *= inv
+    lam_2 = s2 - g * sk
+    lam_2 *= inv
+    origin = tables["pair_origin_columns"]
+    o0, o1, o2 = take(origin[0], pair), take(origin[1], pair), take(origin[2], pair)
+    d0, d1, d2 = take(_LINE_DIR_COLUMNS[0], line), take(_LINE_DIR_COLUMNS[1], line), take(_LINE_DIR_COLUMNS[2], line)
+    r0, r1, r2 = y0 - o0, y1 - o1, y2 - o2
+    t = r0 * d0
+    t += r1 * d1
+    t += r2 * d2
     t_lo, t_hi = take(tables["pair_t_lo"], pair), take(tables["pair_t_hi"], pair)
-    on_segment = (t >= t_lo) & (t <= t_hi)
-    edge = is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & on_segment
+    low, high = t < t_lo, t > t_hi
+    off = low | high
+    edge = is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & ~off
 
-    # 3. Vertex at the end of that edge where the projection fell off, with the plane k3 ending it.
-    low = t < t_lo
-    k3 = np.where(low, take(tables["pair_plane_lo"], pair), take(tables["pair_plane_hi"], pair))
-    a, b, c = g, _GRAM_FLAT[k * _PLANES + k3], _GRAM_FLAT[k2 * _PLANES + k3]
-    s3 = violation(k3, rows, half[_PLANE_AXIS[k3]] if half.ndim == 1 else half[r, _PLANE_AXIS[k3]])
-    det = 1.0 + 2.0 * a * b * c - a * a - b * b - c * c
-    regular = np.abs(det) > 1e-9
-    inv = 1.0 / np.where(regular, det, 1.0)
-    lam_k = ((1.0 - c * c) * sk + (b * c - a) * s2 + (a * c - b) * s3) * inv
-    lam_2 = ((b * c - a) * sk + (1.0 - b * b) * s2 + (a * b - c) * s3) * inv
-    lam_3 = ((a * c - b) * sk + (a * b - c) * s2 + (1.0 - a * a) * s3) * inv
-    corner = is_edge & ~on_segment & regular & (lam_k >= -tol) & (lam_2 >= -tol) & (lam_3 >= -tol)
+    # 3. Vertex at the end of that edge where the projection fell off (the plane k3 ending it):
+    # the multipliers of y - vertex on the normals of k, k2, k3 (their inverse matrix is
+    # tabled; NaN where the three normals are nearly dependent).
+    np.maximum(t, t_lo, out=t)
+    np.minimum(t, t_hi, out=t)
+    for ri, oi, di in ((r0, o0, d0), (r1, o1, d1), (r2, o2, d2)):
+        di *= t
+        ri -= di  # y - q
+        di += oi  # q = origin + t d, the point on the segment
+    end = pair + pair
+    end += high
+    dual = tables["end_dual"]
+    corner = is_edge & off
+    for j in range(3):
+        lam = take(dual[3 * j], end) * r0
+        lam += take(dual[3 * j + 1], end) * r1
+        lam += take(dual[3 * j + 2], end) * r2
+        corner &= lam >= -tol
+    solved = face | edge | corner
+    points = np.stack((d0, d1, d2))
+    at_face = np.flatnonzero(face)  # (indices, not a mask: selecting by a mask of random bits is slow)
+    for i in range(3):
+        points[i, at_face] = p[i, at_face]
+    # Points outside by less than their rounding may come back unchanged: not moved.
+    moved = (points[0] != y0) | (points[1] != y1) | (points[2] != y2) | ~solved
+    if not moved.all():
+        rows, points, solved = rows[moved], points[:, moved], solved[moved]
+    return rows, points, solved
 
-    t = np.where(edge, t, np.where(low, t_lo, t_hi))
-    points[rest] = origin + t[:, None] * direction
-    solved = face
-    solved[rest] = edge | corner
-    return points, solved
+
+def _nearest_columns(y, mid, half, tables, which=0):
+    """:func:`nearest_in_kdop` on frame coordinates ``y (3, m)`` (one row per component, e.g. a
+    transposed view), ``mid``/``half`` as ``(13,)`` or ``(m, 13)``. Returns ``(rows (r,),
+    points (3, r))``: the points outside and their nearest points, in increasing row order."""
+    per_row = mid.ndim == 2
+    if per_row:
+        mid_t, half_t = mid.T, half.T
+    else:
+        mid_col, half_col = mid[:, None], half[:, None]
+    found, unsolved = [], []
+    for start in range(0, y.shape[1], CHUNK_ROWS):
+        stop = min(start + CHUNK_ROWS, y.shape[1])
+        if per_row:
+            mid_col, half_col, bones = mid_t[:, start:stop], half_t[:, start:stop], which[start:stop]
+        else:
+            bones = which
+        rows, points, solved = _guess_chunk(y[:, start:stop], mid_col, half_col, tables, bones)
+        rows += start
+        found.append((rows, points))
+        if not solved.all():
+            unsolved.append((len(found) - 1, np.flatnonzero(~solved)))
+    if not found:
+        return np.empty(0, dtype=np.intp), np.empty((3, 0))
+    # The exhaustive edge scan, once for the few points the guesses left in any chunk.
+    if unsolved:
+        index = np.concatenate([found[f][0][u] for f, u in unsolved])
+        points_scanned = np.empty((len(index), 3))
+        for at in range(0, len(index), _SCAN_ROWS):  # (rows, edges) temporaries: keep them small
+            part = index[at : at + _SCAN_ROWS]
+            points_scanned[at : at + _SCAN_ROWS] = _nearest_on_edges(y[:, part].T, tables, which[part] if per_row else which)
+        at = 0
+        for f, u in unsolved:
+            found[f][1][:, u] = points_scanned[at : at + len(u)].T
+            at += len(u)
+    if len(found) == 1:
+        rows, points = found[0]
+    else:
+        rows, points = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found], axis=1)
+    if unsolved:
+        same = np.flatnonzero(np.all(points_scanned == y[:, index].T, axis=1))
+        if same.size:  # outside by less than their rounding: not moved
+            keep = ~np.isin(rows, index[same])
+            rows, points = rows[keep], points[:, keep]
+    return rows, points
 
 
 def nearest_in_kdop(y, mid, half, tables, which=0):
@@ -361,31 +493,8 @@ def nearest_in_kdop(y, mid, half, tables, which=0):
     violated plane comes from the 13 values ``|axes . y - mid| - half``.
     """
     out = y.copy()
-    per_row = mid.ndim == 2
-    if not per_row:
-        mid_col, half_col = mid[:, None], half[:, None]
-    for start in range(0, len(y), CHUNK_ROWS):
-        stop = min(start + CHUNK_ROWS, len(y))
-        yc = y[start:stop]
-        count = len(yc)
-        c = KDOP_AXES @ yc.T  # (13, count): reductions over the slabs run along rows
-        c -= mid[start:stop].T if per_row else mid_col
-        violation = np.abs(c)
-        violation -= half[start:stop].T if per_row else half_col
-        rows = np.flatnonzero(violation.max(axis=0) > 0.0)
-        if rows.size == 0:
-            continue
-        axis = _argmax_rows(violation[:, rows], len(rows))
-        flat = axis * count + rows
-        worst = violation.ravel()[flat]
-        c_flat = c.ravel()
-        k = axis + np.where(c_flat[flat] < 0.0, _AXES, 0)
-        bones = which[start + rows] if per_row else which
-        points, solved = _solve_outside(yc[rows], c_flat, count, rows, k, worst, tables, bones)
-        out[start + rows] = points
-        if not solved.all():
-            rest = rows[~solved]
-            out[start + rest] = _nearest_on_edges(yc[rest], tables, which[start + rest] if per_row else which)
+    rows, points = _nearest_columns(np.ascontiguousarray(y.T), mid, half, tables, which)
+    out[rows] = points.T
     return out
 
 
@@ -426,10 +535,33 @@ class KDopLimit(ShapeLimit):
         else:
             lead_p = shape["mins"].shape[:-1]
             which = np.broadcast_to(np.arange(int(np.prod(lead_p))).reshape(lead_p), lead).reshape(-1)
-        local = to_local(rows, params["position"], params["rotation"])
-        nearest = nearest_in_kdop(local, mid, half, tables, which)
-        moved = rows_differ(nearest, local)
-        out = select_rows(moved, from_local(nearest, params["position"], params["rotation"]), rows)
+        position, rotation = params["position"], params["rotation"]
+        # Frame coordinates as rows of components (3, M); only the points outside come back.
+        if rotation.ndim == 2:
+            local = rotation.T @ rows.T
+            local -= (rotation.T @ position)[:, None]
+        else:
+            local = np.ascontiguousarray(to_local(rows, position, rotation).T)
+        index, nearest = _nearest_columns(local, mid, half, tables, which)
+        if rotation.ndim == 2 and 2 * index.size >= len(rows):
+            # Most points move: back to the shape's space in one product, unmoved rows restored.
+            for i in range(3):
+                local[i, index] = nearest[i]
+            world = rotation @ local
+            world += position[:, None]
+            moved = np.zeros(len(rows), dtype=bool)
+            moved[index] = True
+            return select_rows(moved, world.T, rows).reshape(lead + (3,))
+        out = np.array(rows)
+        if index.size:
+            if rotation.ndim == 2:
+                world = rotation @ nearest
+                world += position[:, None]
+            else:
+                world = from_local(nearest.T, position[index], rotation[index]).T
+            flat = out.reshape(-1)
+            for i in range(3):
+                np.put(flat, 3 * index + i, world[i])
         return out.reshape(lead + (3,))
 
     @classmethod

@@ -499,7 +499,7 @@ class ShapeLimit(MovedProjection, LimitModel):
         if out.shape != lead + (4,):
             out = np.array(np.broadcast_to(out, lead + (4,)))
         if count < moved.size:
-            keep = ~moved
+            keep = np.nonzero(~moved)  # (indices: a boolean mask of random bits is slow here)
             out[keep] = np.broadcast_to(q, lead + (4,))[keep]
         return out, moved
 

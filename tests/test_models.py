@@ -372,6 +372,40 @@ def test_kdop_projection_is_certified_on_random_degenerate_kdops():
         assert np.all(np.max(p @ NORMALS.T - offsets, axis=1) <= 1e-9 * scale), trial
 
 
+def test_kdop_projection_is_the_same_in_small_batches_and_per_kdop(monkeypatch):
+    """Batches (several chunks, the edge scan run once for all of them, split in pieces), one
+    k-DOP per point (``which``), and rows outside by less than their rounding."""
+    import limits.kdop as kdop
+
+    rng = np.random.default_rng(152)
+    shapes = [rng.normal(size=(rng.integers(1, 30), 3)) * rng.uniform(0.05, 1.0, 3) for _ in range(3)]
+    along = [s @ KDOP_AXES.T for s in shapes]
+    mins, maxs = np.stack([a.min(axis=0) - 0.05 for a in along]), np.stack([a.max(axis=0) + 0.05 for a in along])
+    offsets = kdop_offsets(mins, maxs)
+    mid, half = 0.5 * (maxs + mins), 0.5 * (maxs - mins)
+    y = rng.normal(size=(3000, 3)) * rng.choice([0.1, 1.0, 10.0], size=(3000, 1))
+    which = rng.integers(0, 3, size=len(y))
+    # Boundary points pushed out by a unit in the last place.
+    boundary = nearest_in_kdop(y[:40], mid[which[:40]], half[which[:40]], cached_tables(offsets), which[:40])
+    y[:40] = np.nextafter(boundary, 2.0 * boundary)
+    separate = np.empty_like(y)
+    for b in range(3):
+        on = which == b
+        separate[on] = nearest_in_kdop(y[on], mid[b], half[b], cached_tables(offsets[b]))
+    whole = nearest_in_kdop(y, mid[which], half[which], cached_tables(offsets), which)
+    monkeypatch.setattr(kdop, "CHUNK_ROWS", 128)
+    monkeypatch.setattr(kdop, "_SCAN_ROWS", 5)
+    batched = nearest_in_kdop(y, mid[which], half[which], cached_tables(offsets), which)
+    np.testing.assert_array_equal(batched, whole)
+    np.testing.assert_allclose(whole, separate, atol=1e-12)
+    scale = np.maximum(1.0, np.linalg.norm(y, axis=1))
+    for b in range(3):
+        on = which == b
+        vertices = polytope_vertices(offsets[b])
+        certificate = np.einsum("ni,nvi->nv", y[on] - whole[on], vertices[None] - whole[on][:, None]).max(axis=1)
+        assert np.all(certificate <= 1e-9 * scale[on] ** 2)
+
+
 def ellipsoid_by_bisection(y, a, steps=200):
     """Reference nearest points on the ellipsoid: 200 bisection steps on the multiplier."""
     a2 = a * a
