@@ -334,8 +334,7 @@ def _most_violated_neighbour(p, k, mid, half, tables, which, rows):
     count = len(k)
     r = np.arange(count)
     s = np.take(s, adjacent * count + r)  # (width, r), the padding (k itself) at 0
-    best = adjacent[s.argmax(axis=0), r], s.max(axis=0)
-    return best
+    return adjacent[s.argmax(axis=0), r], s.max(axis=0)
 
 
 def _guess_chunk(y, mid, half, tables, which):
@@ -411,23 +410,28 @@ def _guess_chunk(y, mid, half, tables, which):
     # 3. Vertex at the end of that edge where the projection fell off (the plane k3 ending it):
     # the multipliers of y - vertex on the normals of k, k2, k3 (their inverse matrix is
     # tabled; NaN where the three normals are nearly dependent).
+    # Only for the points no face or edge took (a fifth or so): gathered by index.
     np.maximum(t, t_lo, out=t)
     np.minimum(t, t_hi, out=t)
-    for ri, oi, di in ((r0, o0, d0), (r1, o1, d1), (r2, o2, d2)):
-        di *= t
-        ri -= di  # y - q
-        di += oi  # q = origin + t d, the point on the segment
-    end = pair + pair
-    end += high
+    points = np.empty_like(p)
+    for i, (ri, oi, di) in enumerate(((r0, o0, d0), (r1, o1, d1), (r2, o2, d2))):
+        np.multiply(di, t, out=points[i])
+        ri -= points[i]  # y - q
+        points[i] += oi  # q = origin + t d, the point on the segment
+    solved = face | edge
+    rest = np.flatnonzero(~solved & is_edge & off)
+    end = take(pair, rest)
+    end += end
+    end += take(high, rest)
     dual = tables["end_dual"]
-    corner = is_edge & off
+    r0, r1, r2 = take(r0, rest), take(r1, rest), take(r2, rest)
+    corner = np.ones(len(rest), dtype=bool)
     for j in range(3):
         lam = take(dual[3 * j], end) * r0
         lam += take(dual[3 * j + 1], end) * r1
         lam += take(dual[3 * j + 2], end) * r2
         corner &= lam >= -tol
-    solved = face | edge | corner
-    points = np.stack((d0, d1, d2))
+    solved[rest] = corner
     at_face = np.flatnonzero(face)  # (indices, not a mask: selecting by a mask of random bits is slow)
     for i in range(3):
         points[i, at_face] = p[i, at_face]
