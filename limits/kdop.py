@@ -59,7 +59,6 @@ from .shape_limit import (
     flatten_rows,
     from_local,
     principal_frame,
-    select_rows,
     to_local,
 )
 
@@ -434,7 +433,7 @@ def _guess_chunk(y, mid, half, tables, which):
     solved[rest] = corner
     at_face = np.flatnonzero(face)  # (indices, not a mask: selecting by a mask of random bits is slow)
     for i in range(3):
-        points[i, at_face] = p[i, at_face]
+        points[i][at_face] = p[i][at_face]  # (1-D views index faster)
     # Points outside by less than their rounding may come back unchanged: not moved.
     moved = (points[0] != y0) | (points[1] != y1) | (points[2] != y2) | ~solved
     if not moved.all():
@@ -548,14 +547,20 @@ class KDopLimit(ShapeLimit):
             local = np.ascontiguousarray(to_local(rows, position, rotation).T)
         index, nearest = _nearest_columns(local, mid, half, tables, which)
         if rotation.ndim == 2 and 2 * index.size >= len(rows):
-            # Most points move: back to the shape's space in one product, unmoved rows restored.
+            # Most points move: back to the shape's space in one product, unmoved rows restored
+            # exactly. Returned as a transposed view: the callers read it by component.
             for i in range(3):
-                local[i, index] = nearest[i]
+                local[i][index] = nearest[i]
             world = rotation @ local
             world += position[:, None]
-            moved = np.zeros(len(rows), dtype=bool)
-            moved[index] = True
-            return select_rows(moved, world.T, rows).reshape(lead + (3,))
+            if index.size < len(rows):
+                moved = np.zeros(len(rows), dtype=bool)
+                moved[index] = True
+                unmoved = np.flatnonzero(~moved)
+                kept = np.take(rows, unmoved, axis=0)
+                for i in range(3):
+                    world[i][unmoved] = kept[:, i]
+            return world.T.reshape(lead + (3,))
         out = np.array(rows)
         if index.size:
             if rotation.ndim == 2:
