@@ -501,6 +501,52 @@ def nearest_in_kdop(y, mid, half, tables, which=0):
     return out
 
 
+# The half turn about the Y axis permutes the k-DOP's axes: H a_j = sign_j a_perm_j.
+_turned = KDOP_AXES * (-1.0, 1.0, -1.0)
+_TURN_PERM = np.argmax(np.abs(_turned @ KDOP_AXES.T), axis=1)
+_TURN_SIGN = np.sign(np.sum(_turned * KDOP_AXES[_TURN_PERM], axis=1))
+del _turned
+
+
+def twist_axis_interval(shape):
+    """``(lo, hi)``, the part ``position + (0, t, 0)``, ``lo <= t <= hi``, of the Y axis of
+    shape space inside a k-DOP that is exactly symmetric under the half turn about that axis,
+    or None (not symmetric, batched parameters, or the axis misses the k-DOP).
+
+    Twist shapes as fitted are symmetric: their points lie on the axis, so the frame is centred
+    on it with its axis 1 along it, and the slab bounds come out exactly mirrored. For such a
+    k-DOP the nearest point of a point on the axis is on the axis (the half turn maps it to the
+    nearest point of the same point, which is unique): the clamp of ``t`` to ``[lo, hi]``.
+    """
+    position, rotation, mins, maxs = shape["position"], shape["rotation"], shape["mins"], shape["maxs"]
+    if rotation.ndim != 2 or mins.ndim != 1 or maxs.ndim != 1 or position.ndim != 1:
+        return None
+    if position[0] != 0.0 or position[2] != 0.0 or np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
+        return None
+    same = (mins[_TURN_PERM] == mins) & (maxs[_TURN_PERM] == maxs)
+    mirrored = (mins[_TURN_PERM] == -maxs) & (maxs[_TURN_PERM] == -mins)
+    if not np.all(np.where(_TURN_SIGN > 0, same, mirrored)):
+        return None
+    along = KDOP_AXES[:, 1]
+    flat = along == 0.0
+    if np.any(flat & ((mins > 0.0) | (maxs < 0.0))):
+        return None
+    a, lo_b, hi_b = along[~flat], mins[~flat], maxs[~flat]
+    lo = float(np.max(np.where(a > 0.0, lo_b, hi_b) / a))
+    hi = float(np.min(np.where(a > 0.0, hi_b, lo_b) / a))
+    return (lo, hi) if lo <= hi else None
+
+
+def _clamp_on_twist_axis(points, centre, lo, hi):
+    """Points ``(..., 3)`` on the Y axis moved to ``centre + clamp(y - centre, lo, hi)``; the
+    others unchanged (bit for bit, so a clamped point stays put when projected again)."""
+    y = points[..., 1]
+    t = y - centre
+    out = np.array(points)
+    out[..., 1] = np.where(t < lo, lo + centre, np.where(t > hi, hi + centre, y))
+    return out
+
+
 @register_model
 class KDopLimit(ShapeLimit):
     kind = "kdop"
@@ -528,6 +574,11 @@ class KDopLimit(ShapeLimit):
 
     @classmethod
     def _project_shape(cls, shape, points):
+        if np.ndim(points) >= 2:
+            # Twist points against a (symmetric, as fitted) twist k-DOP: a clamp on the axis.
+            interval = twist_axis_interval(shape)
+            if interval is not None and not np.any(points[..., 0]) and not np.any(points[..., 2]):
+                return _clamp_on_twist_axis(points, shape["position"][1], *interval)
         rows, params, lead = flatten_rows(shape, points, _CORE_NDIMS)
         mid = 0.5 * (params["maxs"] + params["mins"])
         half = 0.5 * (params["maxs"] - params["mins"])

@@ -15,7 +15,7 @@ from limits.constants import EULER_ORDERS
 from limits.ellipsoid import nearest_on_ellipsoid
 from limits.euler_box import circular_ranges, clamp_angle
 from limits.joint import JointLimit
-from limits.kdop import KDOP_AXES, NORMALS, cached_tables, kdop_offsets, nearest_in_kdop
+from limits.kdop import KDOP_AXES, NORMALS, KDopLimit, cached_tables, kdop_offsets, nearest_in_kdop, twist_axis_interval
 from limits.model import LimitModel, model_class, model_kinds
 from limits.quaternion import (
     exp_map_from_quaternion,
@@ -404,6 +404,33 @@ def test_kdop_projection_is_the_same_in_small_batches_and_per_kdop(monkeypatch):
         vertices = polytope_vertices(offsets[b])
         certificate = np.einsum("ni,nvi->nv", y[on] - whole[on], vertices[None] - whole[on][:, None]).max(axis=1)
         assert np.all(certificate <= 1e-9 * scale[on] ** 2)
+
+
+@pytest.mark.parametrize("seed", [41, 42])
+def test_kdop_twist_shape_projects_by_a_clamp_on_the_axis(seed):
+    """Fitted twist k-DOPs are symmetric about the twist axis: their projection of twist
+    points is a clamp on the axis, equal to the general nearest point, and exactly idempotent."""
+    model = model_class("kdop").fit(cloud(seed, spread=(0.6, 0.9, 0.2)), mode="SWING_TWIST")
+    twist = model._shapes()[1]
+    interval = twist_axis_interval(twist)
+    assert interval is not None
+    centre = twist["position"][1]
+    angles = np.concatenate((np.linspace(-2 * np.pi, 2 * np.pi, 2001), centre + np.array(interval)))
+    points = np.zeros((len(angles), 3))
+    points[:, 1] = angles
+    fast = KDopLimit._project_shape(twist, points)
+    mins, maxs = twist["mins"], twist["maxs"]
+    local = to_local(points, twist["position"], twist["rotation"])
+    nearest = nearest_in_kdop(local, 0.5 * (maxs + mins), 0.5 * (maxs - mins), cached_tables(kdop_offsets(mins, maxs)))
+    general = from_local(nearest, twist["position"], twist["rotation"])
+    np.testing.assert_allclose(fast, general, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(KDopLimit._project_shape(twist, fast), fast)
+    inside = (angles - centre >= interval[0]) & (angles - centre <= interval[1])
+    np.testing.assert_array_equal(fast[inside], points[inside])
+    # Not symmetric about the axis: the general projection.
+    skewed = dict(twist, mins=twist["mins"] - np.eye(13)[3] * 0.01)
+    assert twist_axis_interval(skewed) is None
+    assert twist_axis_interval(dict(twist, position=twist["position"] + (1e-3, 0.0, 0.0))) is None
 
 
 def ellipsoid_by_bisection(y, a, steps=200):
