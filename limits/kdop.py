@@ -31,10 +31,11 @@ those conditions, all points at once:
    the exhaustive fallback: the nearest of their projections onto every edge segment, which is
    the nearest boundary point.
 
-Every guess is evaluated for every point outside, in batches of :data:`CHUNK_ROWS` rows laid
-out as rows of components (``(13, n)`` slab values, ``(n,)`` per quantity), which keeps
-numpy's reductions along contiguous rows and avoids gathering subsets (a far-outside point
-needs two of the three guesses on average).
+The points are handled in batches of :data:`CHUNK_ROWS` rows laid out as rows of components
+(``(13, n)`` slab values, ``(n,)`` per quantity), which keeps numpy's reductions along
+contiguous rows; the face guess is made for every point outside, the edge guess for the points
+the face did not take, the vertex guess for those the edge did not take (subsets gathered by
+index: selecting by masks of random bits is slow).
 
 Each k-DOP's structure (the segment of every plane pair's line inside the polytope, which
 plane ends it, the planes around each face, the edge list) is computed once, vectorized, and
@@ -342,9 +343,8 @@ def _guess_chunk(y, mid, half, tables, which):
 
     ``mid``/``half`` are ``(13, 1)`` or per point ``(13, n)``; ``which`` is the k-DOP (an int, or
     ``(n,)``). Returns ``(rows (m,), points (3, m), solved (m,) bool)`` for the ``m`` points
-    outside; unsolved ones need the exhaustive edge scan. Every guess is made for every point
-    outside (most need two of the three, and gathering subsets costs as much as the
-    arithmetic), each kept only if it passes the KKT test.
+    outside; unsolved ones need the exhaustive edge scan. Each guess is kept only if it passes
+    the KKT test.
     """
     tol = FEASIBILITY_TOLERANCE
     take = np.take
@@ -355,7 +355,7 @@ def _guess_chunk(y, mid, half, tables, which):
         return rows, np.empty((3, 0)), np.empty(0, dtype=bool)
     k = take(_most_violated_plane(violation, key, worst), rows)
     sk = take(worst, rows)
-    y0, y1, y2 = take(y[0], rows), take(y[1], rows), take(y[2], rows)
+    y0, y1, y2 = at_y = take(y[0], rows), take(y[1], rows), take(y[2], rows)
     if mid.shape[1] > 1:
         mid, half, which = mid[:, rows], half[:, rows], which[rows]
 
@@ -373,12 +373,23 @@ def _guess_chunk(y, mid, half, tables, which):
     # 2. Edge of planes k and k2, k2 the plane most violated at the face projection, where
     # its violation is s2 - g s_k (g = n_k . n_k2). Where that plane does not meet k in an
     # edge (a few percent), k2 is the most violated plane among k's neighbours instead.
+    # Only for the points the face did not take (gathered by index).
     k2 = _most_violated_plane(violation, key, at_face)
+    points = p
+    not_face = np.flatnonzero(~face)
+    if not_face.size == 0:
+        return _moved_only(rows, points, face, *at_y)
+    solved = face
+    if not_face.size < len(rows):
+        k, k2, sk, at_face = take(k, not_face), take(k2, not_face), take(sk, not_face), take(at_face, not_face)
+        y0, y1, y2, p = take(y0, not_face), take(y1, not_face), take(y2, not_face), p[:, not_face]
+        if mid.shape[1] > 1:
+            mid, half, which = mid[:, not_face], half[:, not_face], which[not_face]
     base = 0 if np.ndim(which) == 0 and which == 0 else which * (_PLANES * _PLANES)
     pair = k * _PLANES + k2
     pair += base
     is_edge = take(tables["pair_is_edge"], pair)
-    retry = np.flatnonzero(~(is_edge | face))
+    retry = np.flatnonzero(~is_edge)
     if retry.size:
         k2[retry], at_face[retry] = _most_violated_neighbour(p[:, retry], k[retry], mid, half, tables, which, retry)
         pair[retry] = k[retry] * _PLANES + k2[retry]
@@ -412,13 +423,11 @@ def _guess_chunk(y, mid, half, tables, which):
     # Only for the points no face or edge took (a fifth or so): gathered by index.
     np.maximum(t, t_lo, out=t)
     np.minimum(t, t_hi, out=t)
-    points = np.empty_like(p)
-    for i, (ri, oi, di) in enumerate(((r0, o0, d0), (r1, o1, d1), (r2, o2, d2))):
-        np.multiply(di, t, out=points[i])
-        ri -= points[i]  # y - q
-        points[i] += oi  # q = origin + t d, the point on the segment
-    solved = face | edge
-    rest = np.flatnonzero(~solved & is_edge & off)
+    for ri, oi, di in ((r0, o0, d0), (r1, o1, d1), (r2, o2, d2)):
+        di *= t
+        ri -= di  # y - q
+        di += oi  # q = origin + t d, the point on the segment
+    rest = np.flatnonzero(~edge & is_edge & off)
     end = take(pair, rest)
     end += end
     end += take(high, rest)
@@ -430,11 +439,16 @@ def _guess_chunk(y, mid, half, tables, which):
         lam += take(dual[3 * j + 1], end) * r1
         lam += take(dual[3 * j + 2], end) * r2
         corner &= lam >= -tol
-    solved[rest] = corner
-    at_face = np.flatnonzero(face)  # (indices, not a mask: selecting by a mask of random bits is slow)
-    for i in range(3):
-        points[i][at_face] = p[i][at_face]  # (1-D views index faster)
-    # Points outside by less than their rounding may come back unchanged: not moved.
+    edge[rest] = corner
+    solved[not_face] = edge
+    for i, qi in enumerate((d0, d1, d2)):
+        points[i][not_face] = qi  # (indices on 1-D views: masks of random bits select slowly)
+    return _moved_only(rows, points, solved, *at_y)
+
+
+def _moved_only(rows, points, solved, y0, y1, y2):
+    """``(rows, points, solved)`` without the rows whose (solved) point equals ``y``: points
+    outside by less than their rounding are not moved."""
     moved = (points[0] != y0) | (points[1] != y1) | (points[2] != y2) | ~solved
     if not moved.all():
         rows, points, solved = rows[moved], points[:, moved], solved[moved]
