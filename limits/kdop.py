@@ -37,6 +37,13 @@ contiguous rows; the face guess is made for every point outside, the edge guess 
 the face did not take, the vertex guess for those the edge did not take (subsets gathered by
 index: selecting by masks of random bits is slow).
 
+In SWING_TWIST mode the fitted shapes are exactly symmetric (the twist shape under the half
+turn about the twist axis, the swing shape under the mirror through the swing plane), so the
+nearest point of a twist point lies on the axis and that of a swing point in the plane: twist
+points are clamped to the axis' interval inside the k-DOP, swing points projected onto the
+k-DOP's section polygon (edge and vertex regions, all tested at once). Shapes that are not
+exactly symmetric (edited or foreign parameters) take the general projection.
+
 Each k-DOP's structure (the segment of every plane pair's line inside the polytope, which
 plane ends it, the planes around each face, the edge list) is computed once, vectorized, and
 cached on the exact parameter values. Accuracy: the result is the exact nearest point up to
@@ -532,14 +539,10 @@ def twist_axis_interval(shape):
     k-DOP the nearest point of a point on the axis is on the axis (the half turn maps it to the
     nearest point of the same point, which is unique): the clamp of ``t`` to ``[lo, hi]``.
     """
-    position, rotation, mins, maxs = shape["position"], shape["rotation"], shape["mins"], shape["maxs"]
-    if rotation.ndim != 2 or mins.ndim != 1 or maxs.ndim != 1 or position.ndim != 1:
+    if not _y_frame(shape) or shape["position"][0] != 0.0 or shape["position"][2] != 0.0:
         return None
-    if position[0] != 0.0 or position[2] != 0.0 or np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
-        return None
-    same = (mins[_TURN_PERM] == mins) & (maxs[_TURN_PERM] == maxs)
-    mirrored = (mins[_TURN_PERM] == -maxs) & (maxs[_TURN_PERM] == -mins)
-    if not np.all(np.where(_TURN_SIGN > 0, same, mirrored)):
+    mins, maxs = shape["mins"], shape["maxs"]
+    if not _bounds_symmetric(mins, maxs, _TURN_PERM, _TURN_SIGN):
         return None
     along = KDOP_AXES[:, 1]
     flat = along == 0.0
@@ -549,6 +552,154 @@ def twist_axis_interval(shape):
     lo = float(np.max(np.where(a > 0.0, lo_b, hi_b) / a))
     hi = float(np.min(np.where(a > 0.0, hi_b, lo_b) / a))
     return (lo, hi) if lo <= hi else None
+
+
+# The mirror y -> -y permutes the k-DOP's axes the same way: M a_j = sign_j a_perm_j.
+_mirrored = KDOP_AXES * (1.0, -1.0, 1.0)
+_MIRROR_PERM = np.argmax(np.abs(_mirrored @ KDOP_AXES.T), axis=1)
+_MIRROR_SIGN = np.sign(np.sum(_mirrored * KDOP_AXES[_MIRROR_PERM], axis=1))
+del _mirrored
+
+
+def _bounds_symmetric(mins, maxs, perm, sign):
+    """The slab bounds map onto themselves, bit for bit, under the axis permutation."""
+    same = (mins[perm] == mins) & (maxs[perm] == maxs)
+    mirrored = (mins[perm] == -maxs) & (maxs[perm] == -mins)
+    return bool(np.all(np.where(sign > 0, same, mirrored)))
+
+
+def _y_frame(shape):
+    """Unbatched parameters whose frame keeps the Y axis (row and column 1 of ``rotation``
+    are the unit Y vector)."""
+    position, rotation, mins, maxs = shape["position"], shape["rotation"], shape["mins"], shape["maxs"]
+    if rotation.ndim != 2 or mins.ndim != 1 or maxs.ndim != 1 or position.ndim != 1:
+        return False
+    return not (np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_polygon(key):
+    position, rotation, mins, maxs = np.split(np.frombuffer(key, dtype=float), [3, 12, 25])
+    rotation = rotation.reshape(3, 3)
+    # In-plane constraints (frame coordinates x, z): u . w <= b for the slabs not along Y.
+    xz = KDOP_AXES[:, [0, 2]]
+    length = np.linalg.norm(xz, axis=1)
+    along_y = length < 1e-12
+    if np.any(along_y & ((mins > 0.0) | (maxs < 0.0))):
+        return None
+    u = xz[~along_y] / length[~along_y, None]
+    normals = np.concatenate((u, -u))
+    offsets = np.concatenate((maxs[~along_y] / length[~along_y], -mins[~along_y] / length[~along_y]))
+    first, second = np.triu_indices(len(normals), k=1)
+    det = normals[first, 0] * normals[second, 1] - normals[first, 1] * normals[second, 0]
+    ok = np.abs(det) > 1e-9
+    first, second, det = first[ok], second[ok], det[ok]
+    x = (offsets[first] * normals[second, 1] - offsets[second] * normals[first, 1]) / det
+    z = (normals[first, 0] * offsets[second] - normals[second, 0] * offsets[first]) / det
+    corners = np.stack((x, z), axis=1)
+    scale = 1.0 + np.abs(offsets).max()
+    corners = corners[np.all(corners @ normals.T - offsets <= 1e-12 * scale, axis=1)]
+    if len(corners) < 3:
+        return None
+    centre = corners.mean(axis=0)
+    corners = corners[np.argsort(np.arctan2(corners[:, 1] - centre[1], corners[:, 0] - centre[0]))]
+    keep = np.linalg.norm(corners - np.roll(corners, 1, axis=0), axis=1) > 1e-12 * scale
+    corners = corners[keep]
+    if len(corners) < 3:
+        return None
+    # To shape space (the frame keeps Y, so x and z map among themselves).
+    world = np.stack((corners[:, 0], np.zeros(len(corners)), corners[:, 1]), axis=1) @ rotation.T + position
+    vertex = world[:, [0, 2]]
+    if np.linalg.det(rotation[np.ix_([0, 2], [0, 2])]) < 0:  # a mirrored frame reverses the order
+        vertex = vertex[::-1]
+    edge = np.roll(vertex, -1, axis=0) - vertex
+    length = np.linalg.norm(edge, axis=1)
+    direction = edge / length[:, None]
+    normal = np.stack((direction[:, 1], -direction[:, 0]), axis=1)  # outward: vertices run counterclockwise
+    out = {
+        "vertex": np.ascontiguousarray(vertex.T),
+        "direction": np.ascontiguousarray(direction.T),
+        "normal": np.ascontiguousarray(normal.T),
+        "offset": np.einsum("ei,ei->e", normal, vertex),
+        "start": np.einsum("ei,ei->e", direction, vertex),
+        "length": length,
+    }
+    for value in out.values():
+        value.flags.writeable = False
+    return out
+
+
+def swing_plane_polygon(shape):
+    """The k-DOP's section by the plane ``y = 0`` of shape space, as a counterclockwise polygon
+    in ``(x, z)``, for k-DOPs exactly symmetric under the mirror ``y -> -y``; None otherwise
+    (or for degenerate sections).
+
+    Swing shapes as fitted are symmetric: their points lie in the plane, so the frame is centred
+    in it with its axis 1 along Y, and the slab bounds come out exactly mirrored. For such a
+    k-DOP the nearest point of a point in the plane is in the plane (the mirror maps it to the
+    nearest point of the same point, which is unique): the nearest point of the polygon.
+    Returns a dict of ``(2, E)`` / ``(E,)`` arrays: ``vertex``, unit edge ``direction`` (vertex
+    ``i`` to ``i + 1``), outward ``normal``, ``offset = normal . vertex``, ``start = direction
+    . vertex``, ``length``.
+    """
+    if not _y_frame(shape) or shape["position"][1] != 0.0:
+        return None
+    if not _bounds_symmetric(shape["mins"], shape["maxs"], _MIRROR_PERM, _MIRROR_SIGN):
+        return None
+    key = np.concatenate([np.ravel(shape[name]) for name in ("position", "rotation", "mins", "maxs")]).astype(float)
+    return _cached_polygon(key.tobytes())
+
+
+def _nearest_polygon_edge(t, x, z, polygon):
+    """Index ``(m,)`` of the polygon edge nearest to the points ``(x, z)``, given their
+    parameters ``t (E, m)`` along every edge: the exhaustive scan of the clamped projections."""
+    direction, vertex = polygon["direction"], polygon["vertex"]
+    t = np.clip(t, 0.0, polygon["length"][:, None])
+    dx = vertex[0][:, None] + t * direction[0][:, None] - x
+    dz = vertex[1][:, None] + t * direction[1][:, None] - z
+    return np.argmin(dx * dx + dz * dz, axis=0)
+
+
+def _nearest_in_swing_polygon(points, polygon):
+    """Points ``(..., 3)`` in the plane ``y = 0`` moved to their nearest points of ``polygon``
+    (see :func:`swing_plane_polygon`); the points inside unchanged (bit for bit).
+
+    The region of a point outside: edge ``j`` if it is outside that edge's line and its
+    projection falls on the segment; vertex ``i`` if it lies past the end of edge ``i - 1`` and
+    before the start of edge ``i``. The regions (closed, overlapping only on their borders)
+    cover the outside; all are tested at once on ``(E, m)`` arrays.
+    """
+    x, z = points[..., 0].reshape(-1), points[..., 2].reshape(-1)
+    normal, direction, vertex = polygon["normal"], polygon["direction"], polygon["vertex"]
+    s = normal[0][:, None] * x
+    s += normal[1][:, None] * z
+    s -= polygon["offset"][:, None]
+    rows = np.flatnonzero(s.max(axis=0) > 0.0)
+    out = np.array(points)
+    if rows.size == 0:
+        return out
+    x, z = np.take(x, rows), np.take(z, rows)
+    s = np.take(s, np.arange(len(s))[:, None] * s.shape[1] + rows)
+    t = direction[0][:, None] * x
+    t += direction[1][:, None] * z
+    t -= polygon["start"][:, None]
+    length = polygon["length"][:, None]
+    edge = (s >= 0.0) & (t >= 0.0) & (t <= length)
+    corner = (t <= 0.0) & (np.roll(t, 1, axis=0) >= np.roll(length, 1, axis=0))
+    count = len(length)
+    key = np.concatenate((edge, corner)).view(np.uint8) * np.arange(2 * count, 0, -1, dtype=np.uint8)[:, None]
+    region = 2 * count - key.max(axis=0).astype(np.intp)
+    if np.any(region == 2 * count):  # in no region (rounding at a border): the nearest edge
+        lost = np.flatnonzero(region == 2 * count)
+        region[lost] = _nearest_polygon_edge(t[:, lost], x[lost], z[lost], polygon)
+    which = region % count
+    on_edge = region < count
+    tt = np.where(on_edge, np.take(t, which * len(rows) + np.arange(len(rows))), 0.0)
+    np.clip(tt, 0.0, np.take(polygon["length"], which), out=tt)
+    flat = out.reshape(-1, 3)
+    flat[rows, 0] = np.take(vertex[0], which) + tt * np.take(direction[0], which)
+    flat[rows, 2] = np.take(vertex[1], which) + tt * np.take(direction[1], which)
+    return out
 
 
 def _clamp_on_twist_axis(points, centre, lo, hi):
@@ -593,6 +744,10 @@ class KDopLimit(ShapeLimit):
             interval = twist_axis_interval(shape)
             if interval is not None and not np.any(points[..., 0]) and not np.any(points[..., 2]):
                 return _clamp_on_twist_axis(points, shape["position"][1], *interval)
+            # Swing points against a (symmetric, as fitted) swing k-DOP: its section polygon.
+            polygon = swing_plane_polygon(shape)
+            if polygon is not None and not np.any(points[..., 1]):
+                return _nearest_in_swing_polygon(points, polygon)
         rows, params, lead = flatten_rows(shape, points, _CORE_NDIMS)
         mid = 0.5 * (params["maxs"] + params["mins"])
         half = 0.5 * (params["maxs"] - params["mins"])

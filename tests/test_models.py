@@ -15,7 +15,17 @@ from limits.constants import EULER_ORDERS
 from limits.ellipsoid import nearest_on_ellipsoid
 from limits.euler_box import circular_ranges, clamp_angle
 from limits.joint import JointLimit
-from limits.kdop import KDOP_AXES, NORMALS, KDopLimit, cached_tables, kdop_offsets, nearest_in_kdop, twist_axis_interval
+from limits.kdop import (
+    KDOP_AXES,
+    NORMALS,
+    KDopLimit,
+    _nearest_polygon_edge,
+    cached_tables,
+    kdop_offsets,
+    nearest_in_kdop,
+    swing_plane_polygon,
+    twist_axis_interval,
+)
 from limits.model import LimitModel, model_class, model_kinds
 from limits.quaternion import (
     exp_map_from_quaternion,
@@ -431,6 +441,46 @@ def test_kdop_twist_shape_projects_by_a_clamp_on_the_axis(seed):
     skewed = dict(twist, mins=twist["mins"] - np.eye(13)[3] * 0.01)
     assert twist_axis_interval(skewed) is None
     assert twist_axis_interval(dict(twist, position=twist["position"] + (1e-3, 0.0, 0.0))) is None
+
+
+def general_kdop_projection(shape, points):
+    mins, maxs = shape["mins"], shape["maxs"]
+    local = to_local(points, shape["position"], shape["rotation"])
+    nearest = nearest_in_kdop(local, 0.5 * (maxs + mins), 0.5 * (maxs - mins), cached_tables(kdop_offsets(mins, maxs)))
+    return from_local(nearest, shape["position"], shape["rotation"])
+
+
+@pytest.mark.parametrize("seed", [43, 44])
+def test_kdop_swing_shape_projects_onto_its_section_polygon(seed):
+    """Fitted swing k-DOPs are mirror-symmetric about the swing plane: their projection of
+    swing points is the nearest point of the section polygon, equal to the general nearest
+    point; inside points are unchanged and the projection is idempotent."""
+    model = model_class("kdop").fit(cloud(seed, spread=(0.6, 0.9, 0.2)), mode="SWING_TWIST")
+    swing = model._shapes()[0]
+    polygon = swing_plane_polygon(swing)
+    assert polygon is not None and polygon["length"].size >= 3
+    rng = np.random.default_rng(seed)
+    points = np.zeros((6000, 3))
+    points[:, [0, 2]] = rng.normal(size=(6000, 2)) * np.repeat([0.2, 1.0, 3.0], 2000)[:, None]
+    # On the borders between regions: along each edge's normal from its vertices.
+    ends = polygon["vertex"].T[:, None, :] + np.linspace(0.0, 2.0, 20)[:, None] * polygon["normal"].T[:, None, :]
+    points[: ends.size // 2, [0, 2]] = ends.reshape(-1, 2)
+    fast = KDopLimit._project_shape(swing, points)
+    np.testing.assert_allclose(fast, general_kdop_projection(swing, points), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(KDopLimit._project_shape(swing, fast), fast, rtol=0, atol=1e-14)
+    inside = model._contains_shape(swing, points, -1e-12)  # (on the border, rounding may move by an ulp)
+    assert inside.sum() > 100
+    np.testing.assert_array_equal(fast[inside], points[inside])
+    # The exhaustive edge scan (for points that rounding leaves in no region) agrees.
+    x, z = points[:, 0], points[:, 2]
+    t = polygon["direction"][0][:, None] * x + polygon["direction"][1][:, None] * z - polygon["start"][:, None]
+    edge = _nearest_polygon_edge(t, x, z, polygon)
+    tt = np.clip(t[edge, np.arange(len(x))], 0.0, polygon["length"][edge])
+    scanned = polygon["vertex"][:, edge] + tt * polygon["direction"][:, edge]
+    np.testing.assert_allclose(scanned.T[~inside], fast[~inside][:, [0, 2]], rtol=0, atol=1e-12)
+    # Not symmetric about the plane: the general projection.
+    assert swing_plane_polygon(dict(swing, maxs=swing["maxs"] + np.eye(13)[3] * 0.01)) is None
+    assert swing_plane_polygon(dict(swing, position=swing["position"] + (0.0, 1e-3, 0.0))) is None
 
 
 def ellipsoid_by_bisection(y, a, steps=200):
