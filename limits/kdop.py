@@ -389,7 +389,7 @@ def _guess_chunk(y, mid, half, tables, which):
     solved = face
     if not_face.size < len(rows):
         k, k2, sk, at_face = take(k, not_face), take(k2, not_face), take(sk, not_face), take(at_face, not_face)
-        y0, y1, y2, p = take(y0, not_face), take(y1, not_face), take(y2, not_face), p[:, not_face]
+        y0, y1, y2, p = take(y0, not_face), take(y1, not_face), take(y2, not_face), take(p, not_face, axis=1)
         if mid.shape[1] > 1:
             mid, half, which = mid[:, not_face], half[:, not_face], which[not_face]
     base = 0 if np.ndim(which) == 0 and which == 0 else which * (_PLANES * _PLANES)
@@ -398,7 +398,7 @@ def _guess_chunk(y, mid, half, tables, which):
     is_edge = take(tables["pair_is_edge"], pair)
     retry = np.flatnonzero(~is_edge)
     if retry.size:
-        k2[retry], at_face[retry] = _most_violated_neighbour(p[:, retry], k[retry], mid, half, tables, which, retry)
+        k2[retry], at_face[retry] = _most_violated_neighbour(take(p, retry, axis=1), k[retry], mid, half, tables, which, retry)
         pair[retry] = k[retry] * _PLANES + k2[retry]
         if np.ndim(base):
             pair[retry] += base[retry]
