@@ -18,15 +18,31 @@ those conditions, all points at once:
 
 1. *Face* ``k``, the most violated plane (found from the 13 values ``|axes . y - mid| - half``,
    since only the nearer plane of a slab can be violated): ``p = y - s_k n_k`` is the answer if
-   ``k`` bounds a face and ``p`` satisfies the planes around that face (precomputed adjacency).
-2. *Edge* ``(k, l)``, ``l`` the neighbour most violated at the face projection: the
-   multipliers solve a 2x2 system; ``p`` is the projection onto the planes' common line, the
-   answer if both multipliers are ``>= 0`` and ``p`` lies on the edge's segment.
+   ``p`` is inside (tested against all 13 slabs; then ``y - p = s_k n_k`` with ``s_k > 0``).
+2. *Edge* ``(k, l)``, ``l`` the plane most violated at the face projection (or, when that plane
+   does not meet ``k`` in an edge, the most violated of ``k``'s neighbours): the multipliers
+   solve a 2x2 system; ``p`` is the projection onto the planes' common line, the answer if both
+   multipliers are ``>= 0`` and ``p`` lies on the edge's segment.
 3. *Vertex* where that projection fell off the segment, with the plane ``m`` that ends it: the
-   answer if the 3x3 multipliers are ``>= 0``.
-4. Points failing all three guesses (a few percent; e.g. when the most violated plane is not
-   active, or at vertices where more than three planes meet) take the exhaustive fallback: the
-   nearest of their projections onto every edge segment, which is the nearest boundary point.
+   answer if the 3x3 multipliers are ``>= 0`` (the inverse of the three normals is tabled per
+   segment end).
+4. Points failing all three guesses (about one percent of far-outside points; e.g. when the
+   most violated plane is not active, or at vertices where more than three planes meet) take
+   the exhaustive fallback: the nearest of their projections onto every edge segment, which is
+   the nearest boundary point.
+
+The points are handled in batches of :data:`CHUNK_ROWS` rows laid out as rows of components
+(``(13, n)`` slab values, ``(n,)`` per quantity), which keeps numpy's reductions along
+contiguous rows; the face guess is made for every point outside, the edge guess for the points
+the face did not take, the vertex guess for those the edge did not take (subsets gathered by
+index: selecting by masks of random bits is slow).
+
+In SWING_TWIST mode the fitted shapes are exactly symmetric (the twist shape under the half
+turn about the twist axis, the swing shape under the mirror through the swing plane), so the
+nearest point of a twist point lies on the axis and that of a swing point in the plane: twist
+points are clamped to the axis' interval inside the k-DOP, swing points projected onto the
+k-DOP's section polygon (edge and vertex regions, all tested at once). Shapes that are not
+exactly symmetric (edited or foreign parameters) take the general projection.
 
 Each k-DOP's structure (the segment of every plane pair's line inside the polytope, which
 plane ends it, the planes around each face, the edge list) is computed once, vectorized, and
@@ -51,8 +67,6 @@ from .shape_limit import (
     flatten_rows,
     from_local,
     principal_frame,
-    rows_differ,
-    select_rows,
     to_local,
 )
 
@@ -87,8 +101,6 @@ _PLANES = len(NORMALS)
 _AXES_T = np.ascontiguousarray(KDOP_AXES.T)
 _NORMALS_T = np.ascontiguousarray(NORMALS.T)
 _GRAM = NORMALS @ NORMALS.T
-_PLANE_AXIS = np.arange(_PLANES) % _AXES
-_PLANE_SIGN = np.where(np.arange(_PLANES) < _AXES, 1.0, -1.0)
 
 # Every ordered pair of planes (k, l): parallel or not, the unit direction d = n_k x n_l of
 # the common line, the matrix giving the line's point nearest the frame origin
@@ -101,7 +113,10 @@ _system = np.stack(np.broadcast_arrays(NORMALS[:, None, :], NORMALS[None, :, :],
 _LINE_SOLVE = np.linalg.inv(np.where(_PARALLEL[..., None, None], np.eye(3), _system))
 _LINE_ALONG = _LINE_DIR @ NORMALS.T  # (26, 26, 26)
 _LINE_DIR_FLAT = _LINE_DIR.reshape(-1, 3)
+_LINE_DIR_COLUMNS = np.ascontiguousarray(_LINE_DIR_FLAT.T)
 _GRAM_FLAT = _GRAM.reshape(-1)
+# 1 / (1 - g^2) for the 2x2 multipliers of every plane pair's line (0 for parallel planes).
+_EDGE_INVERSE = np.where(_PARALLEL.reshape(-1), 0.0, 1.0 / np.where(_PARALLEL.reshape(-1), 1.0, 1.0 - _GRAM_FLAT**2))
 del _cross, _cross_norm, _system
 
 #: Slack (radians) when testing feasibility and the sign of multipliers.
@@ -110,8 +125,13 @@ FEASIBILITY_TOLERANCE = 1e-10
 #: Smallest depth (radians) of a valid k-DOP's interior (fitted ones have at least the padding).
 MIN_INTERIOR = 1e-7
 
-#: Rows per batch of the projection (keeps the per-row arrays in the CPU cache).
-CHUNK_ROWS = 8192
+#: Rows per batch of the projection: per-call overhead against the per-row arrays staying in
+#: the CPU cache (measured best of 4096 - 32768 on the projection benchmark; the same as
+#: :data:`.shape_limit.CHUNK_ROWS`, so one batch per shape-limit batch).
+CHUNK_ROWS = 16384
+
+#: Rows per batch of the exhaustive edge scan (its temporaries hold a value per row and edge).
+_SCAN_ROWS = 1024
 
 _CORE_NDIMS = {"position": 1, "rotation": 2, "mins": 1, "maxs": 1}
 
@@ -149,18 +169,19 @@ def kdop_tables(offsets):
 
     ``pair_origin (P*676, 3)``, ``pair_t_lo``/``pair_t_hi (P*676,)``
         The line of planes ``k`` and ``l`` is ``origin + t * d_kl``; the k-DOP holds the segment
-        ``t_lo <= t <= t_hi``.
+        ``t_lo <= t <= t_hi``. ``pair_origin_columns (3, P*676)``: the origins' components.
     ``pair_plane_lo``/``pair_plane_hi (P*676,)`` int
         The plane ending that segment at ``t_lo`` / ``t_hi``.
+    ``end_dual (9, P*676*2)``
+        For the segment's end ``2 * pair + (0 at t_lo, 1 at t_hi)``: the inverse of the matrix
+        whose columns are the normals of ``k``, ``l`` and the plane ending it there (row
+        ``3 * j + i`` holds entry ``(j, i)``), NaN where those normals are nearly dependent.
     ``pair_is_edge (P*676,)`` bool
         Planes ``k`` and ``l`` meet in an edge of positive length (else the other pair entries
         are meaningless but finite).
     ``face_is_facet (P*26,)`` bool, ``face_adjacent (P*26, D)`` int
         Plane ``k`` bounds a face (at least 3 edges, in more than one direction); the planes
-        sharing an edge with it, padded with ``k`` itself. ``face_axis``, ``face_sign``, ``face_half``, ``face_gram``
-        ``(P*26, D)``: slab index, side, half-width and ``n_k . n_j`` of those planes.
-    ``half (P, 13)``
-        Half-widths of the slabs.
+        sharing an edge with it, padded with ``k`` itself; ``face_width`` holds ``D``.
     ``edge_origin``/``edge_direction (P, E, 3)``, ``edge_length (P, E)``, ``edge_count (P,)``
         Every edge once, as a segment; rows are padded by repeating edge 0.
     ``interior_margin (P,)``
@@ -177,12 +198,21 @@ def kdop_tables(offsets):
     length = t_hi - t_lo
     is_edge = ~_PARALLEL & parallel_ok & finite & (length > 1e-12)
 
+    # The vertex at either end of each pair's segment: the inverse of the matrix whose columns
+    # are the normals of k, l and the plane ending the segment there (the multipliers of
+    # y - vertex); NaN where the three are nearly dependent (Gram determinant below 1e-9).
+    normals = np.broadcast_arrays(
+        NORMALS[:, None, None, :], NORMALS[None, :, None, :], NORMALS[np.stack((plane_lo, plane_hi), axis=-1)]
+    )
+    matrix = np.stack(normals, axis=-1)  # (P, 26, 26, 2, 3, 3)
+    regular = np.linalg.det(matrix) ** 2 > 1e-9
+    dual = np.linalg.inv(np.where(regular[..., None, None], matrix, np.eye(3)))
+    dual[~regular] = np.nan
+
     degree = is_edge.sum(axis=-1)
     width = max(int(degree.max()), 1)
     order = np.argsort(~is_edge, axis=-1, kind="stable")[..., :width]
     adjacent = np.where(np.arange(width) < degree[..., None], order, np.arange(_PLANES)[None, :, None])
-    half = 0.5 * (offsets[:, :_AXES] + offsets[:, _AXES:])
-    face_axis = _PLANE_AXIS[adjacent]
     # A face has edges in two directions at least (a plane touching the k-DOP along one line,
     # however many planes share that line, is no face).
     directions = _LINE_DIR[np.arange(_PLANES)[:, None], adjacent] * (np.arange(width) < degree[..., None])[..., None]
@@ -204,19 +234,16 @@ def kdop_tables(offsets):
     margin = np.min(offsets - ends.mean(axis=1) @ _NORMALS_T, axis=1)
     return {
         "pair_origin": origin.reshape(-1, 3),
+        "pair_origin_columns": np.ascontiguousarray(origin.reshape(-1, 3).T),
         "pair_t_lo": t_lo.reshape(-1),
         "pair_t_hi": t_hi.reshape(-1),
         "pair_plane_lo": plane_lo.reshape(-1),
         "pair_plane_hi": plane_hi.reshape(-1),
         "pair_is_edge": is_edge.reshape(-1),
+        "end_dual": np.ascontiguousarray(dual.reshape(-1, 9).T),
         "face_is_facet": is_facet.reshape(-1),
         "face_adjacent": adjacent.reshape(-1, width),
-        "face_axis": face_axis.reshape(-1, width),
-        "face_sign": _PLANE_SIGN[adjacent].reshape(-1, width),
-        "face_half": np.take_along_axis(half[:, None, :], face_axis.reshape(count, 1, -1), axis=2).reshape(-1, width),
-        "face_gram": np.broadcast_to(_GRAM[np.arange(_PLANES)[:, None], adjacent], adjacent.shape).reshape(-1, width),
         "face_width": np.array([width]),
-        "half": half,
         "edge_origin": edge_origin,
         "edge_direction": edge_direction,
         "edge_length": edge_length,
@@ -263,93 +290,222 @@ def _nearest_on_edges(y, tables, which):
     return origins[rows, best] + t_best * directions[rows, best]
 
 
-def _argmax_rows(values, count):
-    """``values (D, count).argmax(axis=0)`` for small ``D``, up to near-ties: much faster than
-    numpy's ``argmax`` over an axis of a few entries.
+# _most_violated_plane: the byte key of a slab row (13 - row in the low bits, 16 when the
+# negative side is violated) -> plane index.
+_ROW_WEIGHTS = np.arange(_AXES, 0, -1, dtype=np.uint8)[:, None]
+_KEY_PLANE = np.zeros(256, dtype=np.intp)
+_KEY_PLANE[1 : _AXES + 1] = np.arange(_AXES - 1, -1, -1)
+_KEY_PLANE[17 : 17 + _AXES] = np.arange(_PLANES - 1, _AXES - 1, -1)
 
-    The floats are mapped to order-preserving integers whose 5 lowest bits are replaced by the
-    row index (the first row winning ties), so one integer ``max`` finds value and index. Values
-    within 32 units in the last place may swap order; the callers only use the index as a guess
-    that is verified afterwards.
+
+def _slab_violations(y, mid, half):
+    """The slab violations ``|axes . y - mid| - half (13, n)`` of points ``y (3, n)`` and a byte
+    key ``(13, n)`` for :func:`_most_violated_plane`, 16 where the negative side is the
+    nearer one (one 13-row float array, in place)."""
+    c = KDOP_AXES @ y
+    c -= mid
+    key = np.less(c, 0.0).view(np.uint8)
+    key *= np.uint8(16)
+    np.abs(c, out=c)
+    c -= half
+    return c, key
+
+
+def _most_violated_plane(violation, key, worst):
+    """Plane index ``(n,)`` of the first slab row of ``violation (13, n)`` reaching its column
+    maximum ``worst (n,)``, on the side recorded in ``key`` (from :func:`_slab_violations`,
+    overwritten).
+
+    ``violation.argmax(axis=0)`` without numpy's slow strided argmax: a byte per entry holding
+    ``row weight + 16 * negative side`` where the maximum is reached, one byte-wide ``max``
+    and a table lookup. (Exact ties may pick a later row; any pick is a guess, verified
+    afterwards.)
     """
-    key = values.view(np.int64).copy()
-    key ^= (key >> 63) & np.int64(0x7FFFFFFFFFFFFFFF)
-    key &= np.int64(~31)
-    key |= (31 - np.arange(len(values), dtype=np.int64))[:, None]
-    return 31 - (key.max(axis=0) & 31)
+    key += _ROW_WEIGHTS
+    key *= np.equal(violation, worst).view(np.uint8)
+    return np.take(_KEY_PLANE, key.max(axis=0))
 
 
-def _solve_outside(y, c_flat, count, rows, k, sk, tables, which):
-    """Nearest points for points ``y (n, 3)`` outside their k-DOP, by guessed active sets.
+def _most_violated_neighbour(p, k, mid, half, tables, which, rows):
+    """For face projections ``p (3, r)`` onto planes ``k (r,)``: the plane sharing an edge with
+    ``k`` most violated at ``p``, and its violation there (``k`` itself, violation 0, when none
+    is violated). ``mid``/``half`` are ``(13, 1)`` or ``(13, n)`` with ``rows (r,)`` the
+    points' columns, ``which`` the k-DOP (int or ``(n,)``)."""
+    width = int(tables["face_width"][0])
+    face = k if np.ndim(which) == 0 and which == 0 else np.take(which, rows) * _PLANES + k
+    adjacent = np.take(tables["face_adjacent"], face[None, :] * width + np.arange(width)[:, None])  # (width, r)
+    if mid.shape[1] > 1:
+        mid, half = mid[:, rows], half[:, rows]
+    s = NORMALS @ p  # (26, r): violations of every plane at p
+    s -= np.concatenate((mid + half, half - mid))
+    count = len(k)
+    r = np.arange(count)
+    s = np.take(s, adjacent * count + r)  # (width, r), the padding (k itself) at 0
+    return adjacent[s.argmax(axis=0), r], s.max(axis=0)
 
-    ``c_flat`` holds the chunk's centred slab coordinates ``axes . y - mid`` as a flattened
-    ``(13, count)`` array, ``rows (n,)`` the points' columns in it, ``k (n,)`` their most
-    violated plane and ``sk (n,)`` its violation, ``which`` their k-DOP (int or ``(n,)``). Each
-    guess is kept only if it passes the KKT test (see the module docstring); the edge and vertex
-    guesses are only made for the points the face guess leaves. Returns ``(points (n, 3),
-    solved (n,) bool)``; unsolved rows need the exhaustive edge scan.
+
+def _guess_chunk(y, mid, half, tables, which):
+    """Nearest points of the points ``y (3, n)`` (frame coordinates, one row per component)
+    outside their k-DOP, by guessed active sets (see the module docstring).
+
+    ``mid``/``half`` are ``(13, 1)`` or per point ``(13, n)``; ``which`` is the k-DOP (an int, or
+    ``(n,)``). Returns ``(rows (m,), points (3, m), solved (m,) bool)`` for the ``m`` points
+    outside; unsolved ones need the exhaustive edge scan. Each guess is kept only if it passes
+    the KKT test.
     """
     tol = FEASIBILITY_TOLERANCE
     take = np.take
-    width = int(tables["face_width"][0])
+    violation, key = _slab_violations(y, mid, half)  # (13, n): reductions run along rows
+    worst = violation.max(axis=0)
+    rows = np.flatnonzero(worst > 0.0)
+    if rows.size == 0:
+        return rows, np.empty((3, 0)), np.empty(0, dtype=bool)
+    k = take(_most_violated_plane(violation, key, worst), rows)
+    sk = take(worst, rows)
+    y0, y1, y2 = at_y = take(y[0], rows), take(y[1], rows), take(y[2], rows)
+    if mid.shape[1] > 1:
+        mid, half, which = mid[:, rows], half[:, rows], which[rows]
 
-    def violation(planes, at_rows, half_width):
-        return _PLANE_SIGN[planes] * c_flat[_PLANE_AXIS[planes] * count + at_rows] - half_width
+    # 1. Face k: its plane projection p = y - s_k n_k must be inside (then y - p = s_k n_k, with
+    # s_k > 0, is the KKT certificate). Checked against all 13 slabs: cheaper than gathering
+    # the planes around the face.
+    p = np.empty((3, len(rows)))
+    for i, yi in enumerate((y0, y1, y2)):
+        np.multiply(sk, take(_NORMALS_T[i], k), out=p[i])
+        np.subtract(yi, p[i], out=p[i])
+    violation, key = _slab_violations(p, mid, half)
+    at_face = violation.max(axis=0)
+    face = at_face <= tol
 
-    # 1. Face k: its plane projection must satisfy the planes around the face. (D, n) layout.
-    face_index = which * _PLANES + k
-    flat_index = (face_index * width)[None, :] + np.arange(width)[:, None]
-    s_face = take(tables["face_sign"], flat_index) * c_flat[take(tables["face_axis"], flat_index) * count + rows]
-    s_face -= take(tables["face_half"], flat_index)
-    s_face -= sk * take(tables["face_gram"], flat_index)
-    face = (s_face.max(axis=0) <= tol) & take(tables["face_is_facet"], face_index)
-    points = y - sk[:, None] * take(NORMALS, k, axis=0)
-    rest = np.flatnonzero(~face)
-    if rest.size == 0:
-        return points, face
-    j = _argmax_rows(s_face[:, rest], len(rest))
-
-    # 2. Edge of planes k and k2, k2 the neighbour most violated at the face projection.
-    y, rows, k, sk, face_index = y[rest], rows[rest], k[rest], sk[rest], face_index[rest]
-    if np.ndim(which):
-        which = which[rest]
-    n = len(rest)
-    r = np.arange(n)
-    k2 = take(tables["face_adjacent"], face_index * width + j)
-    pair = face_index * _PLANES + k2
-    line = k * _PLANES + k2
-    is_edge = take(tables["pair_is_edge"], pair)
-    g = _GRAM_FLAT[line]
-    inv = 1.0 / np.where(is_edge, 1.0 - g * g, 1.0)
-    half = tables["half"][which]
-    s2 = violation(k2, rows, half[_PLANE_AXIS[k2]] if half.ndim == 1 else half[r, _PLANE_AXIS[k2]])
-    lam_k = (sk - g * s2) * inv
-    lam_2 = (s2 - g * sk) * inv
-    origin = take(tables["pair_origin"], pair, axis=0)
-    direction = take(_LINE_DIR_FLAT, line, axis=0)
-    t = np.einsum("ij,ij->i", y - origin, direction)
-    t_lo, t_hi = take(tables["pair_t_lo"], pair), take(tables["pair_t_hi"], pair)
-    on_segment = (t >= t_lo) & (t <= t_hi)
-    edge = is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & on_segment
-
-    # 3. Vertex at the end of that edge where the projection fell off, with the plane k3 ending it.
-    low = t < t_lo
-    k3 = np.where(low, take(tables["pair_plane_lo"], pair), take(tables["pair_plane_hi"], pair))
-    a, b, c = g, _GRAM_FLAT[k * _PLANES + k3], _GRAM_FLAT[k2 * _PLANES + k3]
-    s3 = violation(k3, rows, half[_PLANE_AXIS[k3]] if half.ndim == 1 else half[r, _PLANE_AXIS[k3]])
-    det = 1.0 + 2.0 * a * b * c - a * a - b * b - c * c
-    regular = np.abs(det) > 1e-9
-    inv = 1.0 / np.where(regular, det, 1.0)
-    lam_k = ((1.0 - c * c) * sk + (b * c - a) * s2 + (a * c - b) * s3) * inv
-    lam_2 = ((b * c - a) * sk + (1.0 - b * b) * s2 + (a * b - c) * s3) * inv
-    lam_3 = ((a * c - b) * sk + (a * b - c) * s2 + (1.0 - a * a) * s3) * inv
-    corner = is_edge & ~on_segment & regular & (lam_k >= -tol) & (lam_2 >= -tol) & (lam_3 >= -tol)
-
-    t = np.where(edge, t, np.where(low, t_lo, t_hi))
-    points[rest] = origin + t[:, None] * direction
+    # 2. Edge of planes k and k2, k2 the plane most violated at the face projection, where
+    # its violation is s2 - g s_k (g = n_k . n_k2). Where that plane does not meet k in an
+    # edge (a few percent), k2 is the most violated plane among k's neighbours instead.
+    # Only for the points the face did not take (gathered by index).
+    k2 = _most_violated_plane(violation, key, at_face)
+    points = p
+    not_face = np.flatnonzero(~face)
+    if not_face.size == 0:
+        return _moved_only(rows, points, face, *at_y)
     solved = face
-    solved[rest] = edge | corner
-    return points, solved
+    if not_face.size < len(rows):
+        k, k2, sk, at_face = take(k, not_face), take(k2, not_face), take(sk, not_face), take(at_face, not_face)
+        y0, y1, y2, p = take(y0, not_face), take(y1, not_face), take(y2, not_face), take(p, not_face, axis=1)
+        if mid.shape[1] > 1:
+            mid, half, which = mid[:, not_face], half[:, not_face], which[not_face]
+    base = 0 if np.ndim(which) == 0 and which == 0 else which * (_PLANES * _PLANES)
+    pair = k * _PLANES + k2
+    pair += base
+    is_edge = take(tables["pair_is_edge"], pair)
+    retry = np.flatnonzero(~is_edge)
+    if retry.size:
+        k2[retry], at_face[retry] = _most_violated_neighbour(take(p, retry, axis=1), k[retry], mid, half, tables, which, retry)
+        pair[retry] = k[retry] * _PLANES + k2[retry]
+        if np.ndim(base):
+            pair[retry] += base[retry]
+        is_edge[retry] = take(tables["pair_is_edge"], pair[retry])
+    line = k * _PLANES + k2
+    g = take(_GRAM_FLAT, line)
+    s2 = g * sk
+    s2 += at_face
+    inv = take(_EDGE_INVERSE, line)
+    lam_k = sk - g * s2
+    lam_k *= inv
+    lam_2 = s2 - g * sk
+    lam_2 *= inv
+    origin = tables["pair_origin_columns"]
+    o0, o1, o2 = take(origin[0], pair), take(origin[1], pair), take(origin[2], pair)
+    d0, d1, d2 = take(_LINE_DIR_COLUMNS[0], line), take(_LINE_DIR_COLUMNS[1], line), take(_LINE_DIR_COLUMNS[2], line)
+    r0, r1, r2 = y0 - o0, y1 - o1, y2 - o2
+    t = r0 * d0
+    t += r1 * d1
+    t += r2 * d2
+    t_lo, t_hi = take(tables["pair_t_lo"], pair), take(tables["pair_t_hi"], pair)
+    low, high = t < t_lo, t > t_hi
+    off = low | high
+    edge = is_edge & (lam_k >= -tol) & (lam_2 >= -tol) & ~off
+
+    # 3. Vertex at the end of that edge where the projection fell off (the plane k3 ending it):
+    # the multipliers of y - vertex on the normals of k, k2, k3 (their inverse matrix is
+    # tabled; NaN where the three normals are nearly dependent).
+    # Only for the points no face or edge took (a fifth or so): gathered by index.
+    np.maximum(t, t_lo, out=t)
+    np.minimum(t, t_hi, out=t)
+    for ri, oi, di in ((r0, o0, d0), (r1, o1, d1), (r2, o2, d2)):
+        di *= t
+        ri -= di  # y - q
+        di += oi  # q = origin + t d, the point on the segment
+    rest = np.flatnonzero(~edge & is_edge & off)
+    end = take(pair, rest)
+    end += end
+    end += take(high, rest)
+    dual = tables["end_dual"]
+    r0, r1, r2 = take(r0, rest), take(r1, rest), take(r2, rest)
+    corner = np.ones(len(rest), dtype=bool)
+    for j in range(3):
+        lam = take(dual[3 * j], end) * r0
+        lam += take(dual[3 * j + 1], end) * r1
+        lam += take(dual[3 * j + 2], end) * r2
+        corner &= lam >= -tol
+    edge[rest] = corner
+    solved[not_face] = edge
+    for i, qi in enumerate((d0, d1, d2)):
+        points[i][not_face] = qi  # (indices on 1-D views: masks of random bits select slowly)
+    return _moved_only(rows, points, solved, *at_y)
+
+
+def _moved_only(rows, points, solved, y0, y1, y2):
+    """``(rows, points, solved)`` without the rows whose (solved) point equals ``y``: points
+    outside by less than their rounding are not moved."""
+    moved = (points[0] != y0) | (points[1] != y1) | (points[2] != y2) | ~solved
+    if not moved.all():
+        rows, points, solved = rows[moved], points[:, moved], solved[moved]
+    return rows, points, solved
+
+
+def _nearest_columns(y, mid, half, tables, which=0):
+    """:func:`nearest_in_kdop` on frame coordinates ``y (3, m)`` (one row per component, e.g. a
+    transposed view), ``mid``/``half`` as ``(13,)`` or ``(m, 13)``. Returns ``(rows (r,),
+    points (3, r))``: the points outside and their nearest points, in increasing row order."""
+    per_row = mid.ndim == 2
+    if per_row:
+        mid_t, half_t = mid.T, half.T
+    else:
+        mid_col, half_col = mid[:, None], half[:, None]
+    found, unsolved = [], []
+    for start in range(0, y.shape[1], CHUNK_ROWS):
+        stop = min(start + CHUNK_ROWS, y.shape[1])
+        if per_row:
+            mid_col, half_col, bones = mid_t[:, start:stop], half_t[:, start:stop], which[start:stop]
+        else:
+            bones = which
+        rows, points, solved = _guess_chunk(y[:, start:stop], mid_col, half_col, tables, bones)
+        rows += start
+        found.append((rows, points))
+        if not solved.all():
+            unsolved.append((len(found) - 1, np.flatnonzero(~solved)))
+    if not found:
+        return np.empty(0, dtype=np.intp), np.empty((3, 0))
+    # The exhaustive edge scan, once for the few points the guesses left in any chunk.
+    if unsolved:
+        index = np.concatenate([found[f][0][u] for f, u in unsolved])
+        points_scanned = np.empty((len(index), 3))
+        for at in range(0, len(index), _SCAN_ROWS):  # (rows, edges) temporaries: keep them small
+            part = index[at : at + _SCAN_ROWS]
+            points_scanned[at : at + _SCAN_ROWS] = _nearest_on_edges(y[:, part].T, tables, which[part] if per_row else which)
+        at = 0
+        for f, u in unsolved:
+            found[f][1][:, u] = points_scanned[at : at + len(u)].T
+            at += len(u)
+    if len(found) == 1:
+        rows, points = found[0]
+    else:
+        rows, points = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found], axis=1)
+    if unsolved:
+        same = np.flatnonzero(np.all(points_scanned == y[:, index].T, axis=1))
+        if same.size:  # outside by less than their rounding: not moved
+            keep = ~np.isin(rows, index[same])
+            rows, points = rows[keep], points[:, keep]
+    return rows, points
 
 
 def nearest_in_kdop(y, mid, half, tables, which=0):
@@ -361,31 +517,198 @@ def nearest_in_kdop(y, mid, half, tables, which=0):
     violated plane comes from the 13 values ``|axes . y - mid| - half``.
     """
     out = y.copy()
-    per_row = mid.ndim == 2
-    if not per_row:
-        mid_col, half_col = mid[:, None], half[:, None]
-    for start in range(0, len(y), CHUNK_ROWS):
-        stop = min(start + CHUNK_ROWS, len(y))
-        yc = y[start:stop]
-        count = len(yc)
-        c = KDOP_AXES @ yc.T  # (13, count): reductions over the slabs run along rows
-        c -= mid[start:stop].T if per_row else mid_col
-        violation = np.abs(c)
-        violation -= half[start:stop].T if per_row else half_col
-        rows = np.flatnonzero(violation.max(axis=0) > 0.0)
-        if rows.size == 0:
-            continue
-        axis = _argmax_rows(violation[:, rows], len(rows))
-        flat = axis * count + rows
-        worst = violation.ravel()[flat]
-        c_flat = c.ravel()
-        k = axis + np.where(c_flat[flat] < 0.0, _AXES, 0)
-        bones = which[start + rows] if per_row else which
-        points, solved = _solve_outside(yc[rows], c_flat, count, rows, k, worst, tables, bones)
-        out[start + rows] = points
-        if not solved.all():
-            rest = rows[~solved]
-            out[start + rest] = _nearest_on_edges(yc[rest], tables, which[start + rest] if per_row else which)
+    rows, points = _nearest_columns(np.ascontiguousarray(y.T), mid, half, tables, which)
+    out[rows] = points.T
+    return out
+
+
+# The half turn about the Y axis permutes the k-DOP's axes: H a_j = sign_j a_perm_j.
+_turned = KDOP_AXES * (-1.0, 1.0, -1.0)
+_TURN_PERM = np.argmax(np.abs(_turned @ KDOP_AXES.T), axis=1)
+_TURN_SIGN = np.sign(np.sum(_turned * KDOP_AXES[_TURN_PERM], axis=1))
+del _turned
+
+
+def twist_axis_interval(shape):
+    """``(lo, hi)``, the part ``position + (0, t, 0)``, ``lo <= t <= hi``, of the Y axis of
+    shape space inside a k-DOP that is exactly symmetric under the half turn about that axis,
+    or None (not symmetric, batched parameters, or the axis misses the k-DOP).
+
+    Twist shapes as fitted are symmetric: their points lie on the axis, so the frame is centred
+    on it with its axis 1 along it, and the slab bounds come out exactly mirrored. For such a
+    k-DOP the nearest point of a point on the axis is on the axis (the half turn maps it to the
+    nearest point of the same point, which is unique): the clamp of ``t`` to ``[lo, hi]``.
+    """
+    if not _y_frame(shape) or shape["position"][0] != 0.0 or shape["position"][2] != 0.0:
+        return None
+    mins, maxs = shape["mins"], shape["maxs"]
+    if not _bounds_symmetric(mins, maxs, _TURN_PERM, _TURN_SIGN):
+        return None
+    along = KDOP_AXES[:, 1]
+    flat = along == 0.0
+    if np.any(flat & ((mins > 0.0) | (maxs < 0.0))):
+        return None
+    a, lo_b, hi_b = along[~flat], mins[~flat], maxs[~flat]
+    lo = float(np.max(np.where(a > 0.0, lo_b, hi_b) / a))
+    hi = float(np.min(np.where(a > 0.0, hi_b, lo_b) / a))
+    return (lo, hi) if lo <= hi else None
+
+
+# The mirror y -> -y permutes the k-DOP's axes the same way: M a_j = sign_j a_perm_j.
+_mirrored = KDOP_AXES * (1.0, -1.0, 1.0)
+_MIRROR_PERM = np.argmax(np.abs(_mirrored @ KDOP_AXES.T), axis=1)
+_MIRROR_SIGN = np.sign(np.sum(_mirrored * KDOP_AXES[_MIRROR_PERM], axis=1))
+del _mirrored
+
+
+def _bounds_symmetric(mins, maxs, perm, sign):
+    """The slab bounds map onto themselves, bit for bit, under the axis permutation."""
+    same = (mins[perm] == mins) & (maxs[perm] == maxs)
+    mirrored = (mins[perm] == -maxs) & (maxs[perm] == -mins)
+    return bool(np.all(np.where(sign > 0, same, mirrored)))
+
+
+def _y_frame(shape):
+    """Unbatched parameters whose frame keeps the Y axis (row and column 1 of ``rotation``
+    are the unit Y vector)."""
+    position, rotation, mins, maxs = shape["position"], shape["rotation"], shape["mins"], shape["maxs"]
+    if rotation.ndim != 2 or mins.ndim != 1 or maxs.ndim != 1 or position.ndim != 1:
+        return False
+    return not (np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_polygon(key):
+    position, rotation, mins, maxs = np.split(np.frombuffer(key, dtype=float), [3, 12, 25])
+    rotation = rotation.reshape(3, 3)
+    # In-plane constraints (frame coordinates x, z): u . w <= b for the slabs not along Y.
+    xz = KDOP_AXES[:, [0, 2]]
+    length = np.linalg.norm(xz, axis=1)
+    along_y = length < 1e-12
+    if np.any(along_y & ((mins > 0.0) | (maxs < 0.0))):
+        return None
+    u = xz[~along_y] / length[~along_y, None]
+    normals = np.concatenate((u, -u))
+    offsets = np.concatenate((maxs[~along_y] / length[~along_y], -mins[~along_y] / length[~along_y]))
+    first, second = np.triu_indices(len(normals), k=1)
+    det = normals[first, 0] * normals[second, 1] - normals[first, 1] * normals[second, 0]
+    ok = np.abs(det) > 1e-9
+    first, second, det = first[ok], second[ok], det[ok]
+    x = (offsets[first] * normals[second, 1] - offsets[second] * normals[first, 1]) / det
+    z = (normals[first, 0] * offsets[second] - normals[second, 0] * offsets[first]) / det
+    corners = np.stack((x, z), axis=1)
+    scale = 1.0 + np.abs(offsets).max()
+    corners = corners[np.all(corners @ normals.T - offsets <= 1e-12 * scale, axis=1)]
+    if len(corners) < 3:
+        return None
+    centre = corners.mean(axis=0)
+    corners = corners[np.argsort(np.arctan2(corners[:, 1] - centre[1], corners[:, 0] - centre[0]))]
+    keep = np.linalg.norm(corners - np.roll(corners, 1, axis=0), axis=1) > 1e-12 * scale
+    corners = corners[keep]
+    if len(corners) < 3:
+        return None
+    # To shape space (the frame keeps Y, so x and z map among themselves).
+    world = np.stack((corners[:, 0], np.zeros(len(corners)), corners[:, 1]), axis=1) @ rotation.T + position
+    vertex = world[:, [0, 2]]
+    if np.linalg.det(rotation[np.ix_([0, 2], [0, 2])]) < 0:  # a mirrored frame reverses the order
+        vertex = vertex[::-1]
+    edge = np.roll(vertex, -1, axis=0) - vertex
+    length = np.linalg.norm(edge, axis=1)
+    direction = edge / length[:, None]
+    normal = np.stack((direction[:, 1], -direction[:, 0]), axis=1)  # outward: vertices run counterclockwise
+    out = {
+        "vertex": np.ascontiguousarray(vertex.T),
+        "direction": np.ascontiguousarray(direction.T),
+        "normal": np.ascontiguousarray(normal.T),
+        "offset": np.einsum("ei,ei->e", normal, vertex),
+        "start": np.einsum("ei,ei->e", direction, vertex),
+        "length": length,
+    }
+    for value in out.values():
+        value.flags.writeable = False
+    return out
+
+
+def swing_plane_polygon(shape):
+    """The k-DOP's section by the plane ``y = 0`` of shape space, as a counterclockwise polygon
+    in ``(x, z)``, for k-DOPs exactly symmetric under the mirror ``y -> -y``; None otherwise
+    (or for degenerate sections).
+
+    Swing shapes as fitted are symmetric: their points lie in the plane, so the frame is centred
+    in it with its axis 1 along Y, and the slab bounds come out exactly mirrored. For such a
+    k-DOP the nearest point of a point in the plane is in the plane (the mirror maps it to the
+    nearest point of the same point, which is unique): the nearest point of the polygon.
+    Returns a dict of ``(2, E)`` / ``(E,)`` arrays: ``vertex``, unit edge ``direction`` (vertex
+    ``i`` to ``i + 1``), outward ``normal``, ``offset = normal . vertex``, ``start = direction
+    . vertex``, ``length``.
+    """
+    if not _y_frame(shape) or shape["position"][1] != 0.0:
+        return None
+    if not _bounds_symmetric(shape["mins"], shape["maxs"], _MIRROR_PERM, _MIRROR_SIGN):
+        return None
+    key = np.concatenate([np.ravel(shape[name]) for name in ("position", "rotation", "mins", "maxs")]).astype(float)
+    return _cached_polygon(key.tobytes())
+
+
+def _nearest_polygon_edge(t, x, z, polygon):
+    """Index ``(m,)`` of the polygon edge nearest to the points ``(x, z)``, given their
+    parameters ``t (E, m)`` along every edge: the exhaustive scan of the clamped projections."""
+    direction, vertex = polygon["direction"], polygon["vertex"]
+    t = np.clip(t, 0.0, polygon["length"][:, None])
+    dx = vertex[0][:, None] + t * direction[0][:, None] - x
+    dz = vertex[1][:, None] + t * direction[1][:, None] - z
+    return np.argmin(dx * dx + dz * dz, axis=0)
+
+
+def _nearest_in_swing_polygon(points, polygon):
+    """Points ``(..., 3)`` in the plane ``y = 0`` moved to their nearest points of ``polygon``
+    (see :func:`swing_plane_polygon`); the points inside unchanged (bit for bit).
+
+    The region of a point outside: edge ``j`` if it is outside that edge's line and its
+    projection falls on the segment; vertex ``i`` if it lies past the end of edge ``i - 1`` and
+    before the start of edge ``i``. The regions (closed, overlapping only on their borders)
+    cover the outside; all are tested at once on ``(E, m)`` arrays.
+    """
+    x, z = points[..., 0].reshape(-1), points[..., 2].reshape(-1)
+    normal, direction, vertex = polygon["normal"], polygon["direction"], polygon["vertex"]
+    s = normal[0][:, None] * x
+    s += normal[1][:, None] * z
+    s -= polygon["offset"][:, None]
+    rows = np.flatnonzero(s.max(axis=0) > 0.0)
+    out = np.array(points)
+    if rows.size == 0:
+        return out
+    x, z = np.take(x, rows), np.take(z, rows)
+    s = np.take(s, np.arange(len(s))[:, None] * s.shape[1] + rows)
+    t = direction[0][:, None] * x
+    t += direction[1][:, None] * z
+    t -= polygon["start"][:, None]
+    length = polygon["length"][:, None]
+    edge = (s >= 0.0) & (t >= 0.0) & (t <= length)
+    corner = (t <= 0.0) & (np.roll(t, 1, axis=0) >= np.roll(length, 1, axis=0))
+    count = len(length)
+    key = np.concatenate((edge, corner)).view(np.uint8) * np.arange(2 * count, 0, -1, dtype=np.uint8)[:, None]
+    region = 2 * count - key.max(axis=0).astype(np.intp)
+    if np.any(region == 2 * count):  # in no region (rounding at a border): the nearest edge
+        lost = np.flatnonzero(region == 2 * count)
+        region[lost] = _nearest_polygon_edge(t[:, lost], x[lost], z[lost], polygon)
+    which = region % count
+    on_edge = region < count
+    tt = np.where(on_edge, np.take(t, which * len(rows) + np.arange(len(rows))), 0.0)
+    np.clip(tt, 0.0, np.take(polygon["length"], which), out=tt)
+    flat = out.reshape(-1, 3)
+    flat[rows, 0] = np.take(vertex[0], which) + tt * np.take(direction[0], which)
+    flat[rows, 2] = np.take(vertex[1], which) + tt * np.take(direction[1], which)
+    return out
+
+
+def _clamp_on_twist_axis(points, centre, lo, hi):
+    """Points ``(..., 3)`` on the Y axis moved to ``centre + clamp(y - centre, lo, hi)``; the
+    others unchanged (bit for bit, so a clamped point stays put when projected again)."""
+    y = points[..., 1]
+    t = y - centre
+    out = np.array(points)
+    out[..., 1] = np.where(t < lo, lo + centre, np.where(t > hi, hi + centre, y))
     return out
 
 
@@ -416,6 +739,15 @@ class KDopLimit(ShapeLimit):
 
     @classmethod
     def _project_shape(cls, shape, points):
+        if np.ndim(points) >= 2:
+            # Twist points against a (symmetric, as fitted) twist k-DOP: a clamp on the axis.
+            interval = twist_axis_interval(shape)
+            if interval is not None and not np.any(points[..., 0]) and not np.any(points[..., 2]):
+                return _clamp_on_twist_axis(points, shape["position"][1], *interval)
+            # Swing points against a (symmetric, as fitted) swing k-DOP: its section polygon.
+            polygon = swing_plane_polygon(shape)
+            if polygon is not None and not np.any(points[..., 1]):
+                return _nearest_in_swing_polygon(points, polygon)
         rows, params, lead = flatten_rows(shape, points, _CORE_NDIMS)
         mid = 0.5 * (params["maxs"] + params["mins"])
         half = 0.5 * (params["maxs"] - params["mins"])
@@ -426,10 +758,39 @@ class KDopLimit(ShapeLimit):
         else:
             lead_p = shape["mins"].shape[:-1]
             which = np.broadcast_to(np.arange(int(np.prod(lead_p))).reshape(lead_p), lead).reshape(-1)
-        local = to_local(rows, params["position"], params["rotation"])
-        nearest = nearest_in_kdop(local, mid, half, tables, which)
-        moved = rows_differ(nearest, local)
-        out = select_rows(moved, from_local(nearest, params["position"], params["rotation"]), rows)
+        position, rotation = params["position"], params["rotation"]
+        # Frame coordinates as rows of components (3, M); only the points outside come back.
+        if rotation.ndim == 2:
+            local = rotation.T @ rows.T
+            local -= (rotation.T @ position)[:, None]
+        else:
+            local = np.ascontiguousarray(to_local(rows, position, rotation).T)
+        index, nearest = _nearest_columns(local, mid, half, tables, which)
+        if rotation.ndim == 2 and 2 * index.size >= len(rows):
+            # Most points move: back to the shape's space in one product, unmoved rows restored
+            # exactly. Returned as a transposed view: the callers read it by component.
+            for i in range(3):
+                local[i][index] = nearest[i]
+            world = rotation @ local
+            world += position[:, None]
+            if index.size < len(rows):
+                moved = np.zeros(len(rows), dtype=bool)
+                moved[index] = True
+                unmoved = np.flatnonzero(~moved)
+                kept = np.take(rows, unmoved, axis=0)
+                for i in range(3):
+                    world[i][unmoved] = kept[:, i]
+            return world.T.reshape(lead + (3,))
+        out = np.array(rows)
+        if index.size:
+            if rotation.ndim == 2:
+                world = rotation @ nearest
+                world += position[:, None]
+            else:
+                world = from_local(nearest.T, position[index], rotation[index]).T
+            flat = out.reshape(-1)
+            for i in range(3):
+                np.put(flat, 3 * index + i, world[i])
         return out.reshape(lead + (3,))
 
     @classmethod

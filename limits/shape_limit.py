@@ -496,11 +496,13 @@ class ShapeLimit(MovedProjection, LimitModel):
                 out[index] = self._rotations([np.broadcast_to(p, lead + (3,))[index] for p in projected])
             return out, moved
         out = self._rotations(projected)
-        if out.shape != lead + (4,):
+        if out.shape != lead + (4,) or not out.flags.c_contiguous:
             out = np.array(np.broadcast_to(out, lead + (4,)))
         if count < moved.size:
-            keep = ~moved
-            out[keep] = np.broadcast_to(q, lead + (4,))[keep]
+            # Restore the unmoved rows by index (a boolean mask of random bits is slow), read
+            # with ``take`` (faster than fancy indexing of short rows).
+            keep = np.flatnonzero(~moved)
+            out.reshape(-1, 4)[keep] = np.take(np.broadcast_to(q, lead + (4,)).reshape(-1, 4), keep, axis=0)
         return out, moved
 
     # -- rotations <-> shape points ----------------------------------------------------------------
