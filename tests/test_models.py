@@ -577,7 +577,9 @@ def assert_same_limit(a, b):
         assert np.array_equal(value, b.model.params[name]), name
     assert np.array_equal(a.reference, b.reference) and np.array_equal(a.centre, b.centre)
     q = queries(40, 200)
-    assert np.array_equal(a.project(q), b.project(q))
+    # the parameters are equal bit for bit; the same maths on them may still differ in the last
+    # bit (BLAS picks kernels by memory alignment), as two runs on one instance may
+    np.testing.assert_allclose(a.project(q), b.project(q), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
