@@ -556,11 +556,12 @@ class _Geometry:
     (bool) are ``(3, 1)`` for a single model or ``(3, R)`` per row (stacked models, ``base (R,)``
     the flat index of each row's grid, else None). Points are ``(3, R)`` arrays."""
 
-    __slots__ = ("n", "lower", "spacing", "upper", "closed", "base", "any_closed")
+    __slots__ = ("n", "lower", "spacing", "inverse", "upper", "closed", "base", "any_closed")
 
     def __init__(self, n, lower, spacing, closed, base):
         self.n = n
         self.lower, self.spacing, self.closed, self.base = lower, spacing, closed, base
+        self.inverse = 1.0 / spacing
         self.upper = lower + (n - 1) * spacing
         self.any_closed = bool(closed.any())
 
@@ -603,7 +604,7 @@ class _Geometry:
         axis) and the cell's first corner in node units (floats)."""
         n = self.n
         u = x - self.lower
-        u /= self.spacing
+        u *= self.inverse
         if not self.any_closed:
             np.maximum(u, 0.0, out=u)
             np.minimum(u, n - 1.0, out=u)
@@ -635,7 +636,7 @@ class _Geometry:
         (from :meth:`cell`), and the ``(R,)`` mask of points inside those cells (faces
         included). Open axes only: the points must be in the box (clamped)."""
         f = x - self.lower
-        f /= self.spacing
+        f *= self.inverse
         f -= corner
         ok = (f >= 0.0) & (f <= 1.0)
         return f, ok.all(axis=0)
@@ -1035,7 +1036,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         Allowed rotations and non-finite rows are returned unchanged."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
-        out = np.array(rows)
+        out = np.empty((len(rows), 4))  # every row is written by _steps
         late, late_x = [], []
         for start in range(0, len(rows), CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, len(rows))
@@ -1064,9 +1065,14 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         geo = self._geometry(bone)
         p = self._points(safe, bone)
         # Sample at p with the open axes clamped into the box: for rows inside the box that is p
-        # itself (so the inside test below is contains()'s), for the others the first step's start.
+        # itself (so the inside test is contains()'s), for the others the first step's start.
         x = geo.clamp_open(p)
-        inside = geo.in_box(p, clamped=x)
+        return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
+
+    def _steps(self, x, inside, finite, geo, rows, out):
+        """The two paper steps for points ``x (3, R)`` (open axes in the box) of ``rows (R, 4)``:
+        rows that are ``inside`` (and those not ``finite``) are copied to ``out (R, 4)``, the
+        others projected into it; returns ``(index, x (L, 3))`` of those still outside."""
         value = self._packed_cell(geo.cell(x))
         phi = value[0]
         # The float32 phi decides where it cannot be wrong; float64 near the tolerance. (Far
@@ -1081,6 +1087,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         outside = ~(inside & (phi <= CONTAINS_TOLERANCE)) & finite
         count = int(np.count_nonzero(outside))
         if not count:
+            out[...] = rows
             return np.empty(0, dtype=np.intp), np.empty((0, 3))
         todo = frozen = None
         if 2 * count >= len(rows) and not geo.any_closed:
@@ -1090,6 +1097,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
                 frozen = np.flatnonzero(~outside)
                 phi[frozen] = 0.0
         else:
+            out[...] = rows
             todo = np.flatnonzero(outside)
             x, phi, value, geo = x[:, todo], phi[todo], value[:, todo], geo.rows(todo)
             geo.clamp(x)  # closed axes onto their first turn (open ones are in the box already)
