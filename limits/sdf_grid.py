@@ -112,7 +112,10 @@ Projection runs in chunks of :data:`CHUNK_ROWS` rows with the points laid out ax
 where it cannot be wrong (its error is bounded, and rows near the tolerance are looked up in
 float64) and gives the first step's length. The second step's length and the test after it use
 the float64 grid, so results meet the same ``phi <= tolerance / 2``. Rows still outside after
-the two steps are finished together after the last chunk.
+the two steps are finished together after the last chunk. Rows beyond the grid box on all three
+(open) axes are clamped onto one of its 8 corners, so they all have that corner's projection:
+when they are more than an eighth of a chunk, it is taken from a per-model cache of the 8
+corners (computed by the same steps on first use; derived, never stored).
 """
 
 import numpy as np
@@ -725,6 +728,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
     def __init__(self, params, config=None):
         super().__init__(params, config)
         self._table = None
+        self._corners = None
         self._inner = {}
         #: Facts about the fit (not stored): sample counts, timings, error bound.
         self.fit_report = {}
@@ -1067,7 +1071,50 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         # Sample at p with the open axes clamped into the box: for rows inside the box that is p
         # itself (so the inside test is contains()'s), for the others the first step's start.
         x = geo.clamp_open(p)
-        return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
+        if geo.any_closed:
+            return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
+        clamped = x != p
+        inside = ~clamped.any(axis=0)
+        corner = np.flatnonzero(clamped.all(axis=0) & finite)
+        if 8 * len(corner) <= len(rows):
+            return self._steps(x, inside, finite, geo, rows, out)
+        # Rows beyond the box on all three axes start at one of its 8 corners: every such row
+        # has the same projection, computed once per model (see _box_corners).
+        key = np.zeros(len(corner), dtype=np.intp)
+        for axis in range(3):
+            upper = geo.upper[axis] if geo.base is None else geo.upper[axis, corner]
+            key += (p[axis, corner] > upper) << axis
+        if bone is not None:
+            key += 8 * bone[corner]
+        out[corner] = self._box_corners()[key]
+        keep = np.ones(len(rows), dtype=bool)
+        keep[corner] = False
+        keep = np.flatnonzero(keep)
+        part = np.empty((len(keep), 4))
+        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part)
+        out[keep] = part
+        return keep[late], late_x
+
+    def _box_corners(self):
+        """``(bones * 8, 4)``: the projections of the grid box's corners (corner ``c`` of bone
+        ``b`` at row ``8 b + c``, upper end on axis ``a`` when bit ``a`` of ``c`` is set), as
+        :meth:`_project_rows` and :meth:`project` compute them for a row clamped onto it."""
+        if self._corners is None:
+            bones = len(self.params["lower"].reshape(-1, 3))
+            bone = np.repeat(np.arange(bones), 8)
+            geo = self._geometry(bone if self._lead() else None)
+            bits = (np.arange(8 * bones) >> np.arange(3)[:, None]) & 1
+            x = np.where(bits == 1, geo.upper, geo.lower)
+            out = np.empty((8 * bones, 4))
+            rows = np.broadcast_to(IDENTITY_QUATERNION, out.shape)
+            finite = np.ones(len(out), dtype=bool)
+            late, late_x = self._steps(x, ~finite, finite, geo, rows, out)
+            if len(late):
+                sub = None if geo.base is None else bone[late]
+                late_x = self._descend(late_x, sub, target=-CONTAINS_TOLERANCE, steps=EXTRA_STEPS)
+                out[late] = quaternion_from_coordinates(self._fallback(late_x, sub), self.config["space"])
+            self._corners = out
+        return self._corners
 
     def _steps(self, x, inside, finite, geo, rows, out):
         """The two paper steps for points ``x (3, R)`` (open axes in the box) of ``rows (R, 4)``:
