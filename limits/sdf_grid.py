@@ -1019,11 +1019,18 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         box. Non-finite rows are not contained."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
-        finite = np.isfinite(rows).all(axis=-1)
-        safe = rows if finite.all() else np.where(finite[:, None], rows, IDENTITY_QUATERNION)
-        p = self._grid_points(safe, bone)
-        inside = finite & self._in_box(p, bone)
-        inside &= self._phi(p, bone) <= tolerance
+        inside = np.empty(len(rows), dtype=bool)
+        for start in range(0, len(rows), CHUNK_ROWS):  # chunks keep the corner arrays small
+            stop = min(start + CHUNK_ROWS, len(rows))
+            part = None if bone is None else bone[start:stop]
+            chunk = rows[start:stop]
+            finite = _finite_rows(chunk)
+            safe = chunk if finite.all() else np.where(finite[:, None], chunk, IDENTITY_QUATERNION)
+            geo = self._geometry(part)
+            p = self._points(safe, part)
+            ok = finite & geo.in_box(p)
+            ok &= self._phi_cell(geo.cell(p)) <= tolerance
+            inside[start:stop] = ok
         return inside.reshape(lead)
 
     def signed_distance(self, q):
