@@ -73,7 +73,9 @@ Building (:meth:`SdfGridLimit.fit`)
 
 Cost: two distance transforms and two component labellings, all ``O(nodes)`` numpy passes (a
 loop over the ``n`` positions of a grid line, vectorized over lines), plus ``O(samples)`` for
-seeding; no Python loop over nodes or samples.
+seeding; no Python loop over nodes or samples. Candidate samples a node was already offered
+are not evaluated again, and the inside-depth sweeps only visit the nodes within reach of
+inside nodes (neither changes the field).
 
 Queries
 -------
