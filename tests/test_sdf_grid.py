@@ -173,6 +173,25 @@ def test_projection_is_idempotent_and_inside_points_untouched(ball):
     assert np.all(ball.violation(q[~inside]) > 0.0)
 
 
+def test_projection_agrees_with_contains_at_the_tolerance(ball):
+    # Rotations within a few tolerances of the zero level: project() returns exactly the ones
+    # contains() accepts (its first look-up is float32, so this checks the float64 fallback).
+    direction = fibonacci_sphere(2000, 1.0)
+    inner, outer = np.full((2000, 1), 0.3), np.full((2000, 1), 1.0)
+    for _ in range(60):  # bisect phi along each ray down to the zero level
+        mid = 0.5 * (inner + outer)
+        out = ball.signed_distance(quaternion_from_exp_map(direction * mid)) > 0.0
+        inner, outer = np.where(out[:, None], inner, mid), np.where(out[:, None], mid, outer)
+    offset = np.random.default_rng(15).uniform(-3e-9, 3e-9, (2000, 1))
+    q = quaternion_from_exp_map(direction * (inner + offset))
+    inside = ball.contains(q)
+    assert inside.sum() > 100 and (~inside).sum() > 100
+    projected = ball.project(q)
+    assert np.array_equal(projected[inside], q[inside])
+    assert not np.any(np.all(projected[~inside] == q[~inside], axis=1))
+    assert ball.contains(projected).all()
+
+
 def test_non_finite_rows_pass_through(ball):
     q = quaternion_random(10, np.random.default_rng(6))
     q[2] = np.nan
