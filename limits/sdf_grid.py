@@ -73,7 +73,9 @@ Building (:meth:`SdfGridLimit.fit`)
 
 Cost: two distance transforms and two component labellings, all ``O(nodes)`` numpy passes (a
 loop over the ``n`` positions of a grid line, vectorized over lines), plus ``O(samples)`` for
-seeding; no Python loop over nodes or samples.
+seeding; no Python loop over nodes or samples. Candidate samples a node was already offered
+are not evaluated again, and the inside-depth sweeps only visit the nodes within reach of
+inside nodes (neither changes the field).
 
 Queries
 -------
@@ -112,7 +114,10 @@ Projection runs in chunks of :data:`CHUNK_ROWS` rows with the points laid out ax
 where it cannot be wrong (its error is bounded, and rows near the tolerance are looked up in
 float64) and gives the first step's length. The second step's length and the test after it use
 the float64 grid, so results meet the same ``phi <= tolerance / 2``. Rows still outside after
-the two steps are finished together after the last chunk.
+the two steps are finished together after the last chunk. Rows beyond the grid box on all three
+(open) axes are clamped onto one of its 8 corners, so they all have that corner's projection:
+when they are more than an eighth of a chunk, it is taken from a per-model cache of the 8
+corners (computed by the same steps on first use; derived, never stored).
 """
 
 import numpy as np
@@ -556,11 +561,12 @@ class _Geometry:
     (bool) are ``(3, 1)`` for a single model or ``(3, R)`` per row (stacked models, ``base (R,)``
     the flat index of each row's grid, else None). Points are ``(3, R)`` arrays."""
 
-    __slots__ = ("n", "lower", "spacing", "upper", "closed", "base", "any_closed")
+    __slots__ = ("n", "lower", "spacing", "inverse", "upper", "closed", "base", "any_closed")
 
     def __init__(self, n, lower, spacing, closed, base):
         self.n = n
         self.lower, self.spacing, self.closed, self.base = lower, spacing, closed, base
+        self.inverse = 1.0 / spacing
         self.upper = lower + (n - 1) * spacing
         self.any_closed = bool(closed.any())
 
@@ -603,7 +609,7 @@ class _Geometry:
         axis) and the cell's first corner in node units (floats)."""
         n = self.n
         u = x - self.lower
-        u /= self.spacing
+        u *= self.inverse
         if not self.any_closed:
             np.maximum(u, 0.0, out=u)
             np.minimum(u, n - 1.0, out=u)
@@ -635,7 +641,7 @@ class _Geometry:
         (from :meth:`cell`), and the ``(R,)`` mask of points inside those cells (faces
         included). Open axes only: the points must be in the box (clamped)."""
         f = x - self.lower
-        f /= self.spacing
+        f *= self.inverse
         f -= corner
         ok = (f >= 0.0) & (f <= 1.0)
         return f, ok.all(axis=0)
@@ -724,6 +730,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
     def __init__(self, params, config=None):
         super().__init__(params, config)
         self._table = None
+        self._corners = None
         self._inner = {}
         #: Facts about the fit (not stored): sample counts, timings, error bound.
         self.fit_report = {}
@@ -1014,11 +1021,18 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         box. Non-finite rows are not contained."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
-        finite = np.isfinite(rows).all(axis=-1)
-        safe = rows if finite.all() else np.where(finite[:, None], rows, IDENTITY_QUATERNION)
-        p = self._grid_points(safe, bone)
-        inside = finite & self._in_box(p, bone)
-        inside &= self._phi(p, bone) <= tolerance
+        inside = np.empty(len(rows), dtype=bool)
+        for start in range(0, len(rows), CHUNK_ROWS):  # chunks keep the corner arrays small
+            stop = min(start + CHUNK_ROWS, len(rows))
+            part = None if bone is None else bone[start:stop]
+            chunk = rows[start:stop]
+            finite = _finite_rows(chunk)
+            safe = chunk if finite.all() else np.where(finite[:, None], chunk, IDENTITY_QUATERNION)
+            geo = self._geometry(part)
+            p = self._points(safe, part)
+            ok = finite & geo.in_box(p)
+            ok &= self._phi_cell(geo.cell(p)) <= tolerance
+            inside[start:stop] = ok
         return inside.reshape(lead)
 
     def signed_distance(self, q):
@@ -1035,7 +1049,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         Allowed rotations and non-finite rows are returned unchanged."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
-        out = np.array(rows)
+        out = np.empty((len(rows), 4))  # every row is written by _steps
         late, late_x = [], []
         for start in range(0, len(rows), CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, len(rows))
@@ -1064,9 +1078,57 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         geo = self._geometry(bone)
         p = self._points(safe, bone)
         # Sample at p with the open axes clamped into the box: for rows inside the box that is p
-        # itself (so the inside test below is contains()'s), for the others the first step's start.
+        # itself (so the inside test is contains()'s), for the others the first step's start.
         x = geo.clamp_open(p)
-        inside = geo.in_box(p, clamped=x)
+        if geo.any_closed:
+            return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
+        clamped = x != p
+        inside = ~clamped.any(axis=0)
+        corner = np.flatnonzero(clamped.all(axis=0) & finite)
+        if 8 * len(corner) <= len(rows):
+            return self._steps(x, inside, finite, geo, rows, out)
+        # Rows beyond the box on all three axes start at one of its 8 corners: every such row
+        # has the same projection, computed once per model (see _box_corners).
+        key = np.zeros(len(corner), dtype=np.intp)
+        for axis in range(3):
+            upper = geo.upper[axis] if geo.base is None else geo.upper[axis, corner]
+            key += (p[axis, corner] > upper) << axis
+        if bone is not None:
+            key += 8 * bone[corner]
+        out[corner] = self._box_corners()[key]
+        keep = np.ones(len(rows), dtype=bool)
+        keep[corner] = False
+        keep = np.flatnonzero(keep)
+        part = np.empty((len(keep), 4))
+        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part)
+        out[keep] = part
+        return keep[late], late_x
+
+    def _box_corners(self):
+        """``(bones * 8, 4)``: the projections of the grid box's corners (corner ``c`` of bone
+        ``b`` at row ``8 b + c``, upper end on axis ``a`` when bit ``a`` of ``c`` is set), as
+        :meth:`_project_rows` and :meth:`project` compute them for a row clamped onto it."""
+        if self._corners is None:
+            bones = len(self.params["lower"].reshape(-1, 3))
+            bone = np.repeat(np.arange(bones), 8)
+            geo = self._geometry(bone if self._lead() else None)
+            bits = (np.arange(8 * bones) >> np.arange(3)[:, None]) & 1
+            x = np.where(bits == 1, geo.upper, geo.lower)
+            out = np.empty((8 * bones, 4))
+            rows = np.broadcast_to(IDENTITY_QUATERNION, out.shape)
+            finite = np.ones(len(out), dtype=bool)
+            late, late_x = self._steps(x, ~finite, finite, geo, rows, out)
+            if len(late):
+                sub = None if geo.base is None else bone[late]
+                late_x = self._descend(late_x, sub, target=-CONTAINS_TOLERANCE, steps=EXTRA_STEPS)
+                out[late] = quaternion_from_coordinates(self._fallback(late_x, sub), self.config["space"])
+            self._corners = out
+        return self._corners
+
+    def _steps(self, x, inside, finite, geo, rows, out):
+        """The two paper steps for points ``x (3, R)`` (open axes in the box) of ``rows (R, 4)``:
+        rows that are ``inside`` (and those not ``finite``) are copied to ``out (R, 4)``, the
+        others projected into it; returns ``(index, x (L, 3))`` of those still outside."""
         value = self._packed_cell(geo.cell(x))
         phi = value[0]
         # The float32 phi decides where it cannot be wrong; float64 near the tolerance. (Far
@@ -1081,6 +1143,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         outside = ~(inside & (phi <= CONTAINS_TOLERANCE)) & finite
         count = int(np.count_nonzero(outside))
         if not count:
+            out[...] = rows
             return np.empty(0, dtype=np.intp), np.empty((0, 3))
         todo = frozen = None
         if 2 * count >= len(rows) and not geo.any_closed:
@@ -1090,6 +1153,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
                 frozen = np.flatnonzero(~outside)
                 phi[frozen] = 0.0
         else:
+            out[...] = rows
             todo = np.flatnonzero(outside)
             x, phi, value, geo = x[:, todo], phi[todo], value[:, todo], geo.rows(todo)
             geo.clamp(x)  # closed axes onto their first turn (open ones are in the box already)

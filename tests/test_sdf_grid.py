@@ -173,6 +173,25 @@ def test_projection_is_idempotent_and_inside_points_untouched(ball):
     assert np.all(ball.violation(q[~inside]) > 0.0)
 
 
+def test_projection_agrees_with_contains_at_the_tolerance(ball):
+    # Rotations within a few tolerances of the zero level: project() returns exactly the ones
+    # contains() accepts (its first look-up is float32, so this checks the float64 fallback).
+    direction = fibonacci_sphere(2000, 1.0)
+    inner, outer = np.full((2000, 1), 0.3), np.full((2000, 1), 1.0)
+    for _ in range(60):  # bisect phi along each ray down to the zero level
+        mid = 0.5 * (inner + outer)
+        out = ball.signed_distance(quaternion_from_exp_map(direction * mid)) > 0.0
+        inner, outer = np.where(out[:, None], inner, mid), np.where(out[:, None], mid, outer)
+    offset = np.random.default_rng(15).uniform(-3e-9, 3e-9, (2000, 1))
+    q = quaternion_from_exp_map(direction * (inner + offset))
+    inside = ball.contains(q)
+    assert inside.sum() > 100 and (~inside).sum() > 100
+    projected = ball.project(q)
+    assert np.array_equal(projected[inside], q[inside])
+    assert not np.any(np.all(projected[~inside] == q[~inside], axis=1))
+    assert ball.contains(projected).all()
+
+
 def test_non_finite_rows_pass_through(ball):
     q = quaternion_random(10, np.random.default_rng(6))
     q[2] = np.nan
@@ -296,6 +315,33 @@ def test_stacking_equal_resolutions_matches_each_model(ball, arc):
     assert np.array_equal(inside[:, 0], ball.contains(q[:, 0]))
     assert np.array_equal(inside[:, 1], arc.contains(q[:, 1]))
     assert stacked.memory_bytes > ball.memory_bytes
+
+
+def _beyond_corners(model, count, seed):
+    """Exp maps past the grid box on all three axes (they clamp onto one of its 8 corners)."""
+    lower = model.params["lower"].reshape(-1, 3)[0]
+    upper = lower + (model.config["resolution"] - 1) * model.params["spacing"].reshape(-1, 3)[0]
+    rng = np.random.default_rng(seed)
+    side = rng.integers(0, 2, size=(count, 3)).astype(bool)
+    return np.where(side, upper + rng.uniform(0.05, 0.4, (count, 3)), lower - rng.uniform(0.05, 0.4, (count, 3)))
+
+
+def test_rows_beyond_a_box_corner_project_as_in_a_mixed_batch(ball, arc):
+    # Batches made mostly of such rows take their projections from a per-model cache of the 8
+    # corners; a batch with few of them computes them row by row. Both must agree.
+    for model in (ball, arc):
+        far = quaternion_from_exp_map(_beyond_corners(model, 400, 11))
+        cached = model.project(far)
+        near = quaternion_from_exp_map(np.random.default_rng(12).normal(size=(4000, 3)) * 0.3)
+        for i in range(0, 400, 40):
+            mixed = model.project(np.concatenate((far[i : i + 1], near)))
+            np.testing.assert_allclose(mixed[0], cached[i], atol=1e-12)
+        assert model.contains(cached).all()
+    stacked = SdfGridLimit.stack([ball, arc])
+    q = np.stack((quaternion_from_exp_map(_beyond_corners(ball, 200, 13)), quaternion_from_exp_map(_beyond_corners(arc, 200, 14))), axis=1)
+    p = stacked.project(q)
+    np.testing.assert_allclose(p[:, 0], ball.project(q[:, 0]), atol=1e-12)
+    np.testing.assert_allclose(p[:, 1], arc.project(q[:, 1]), atol=1e-12)
 
 
 def test_different_resolutions_do_not_stack(ball):
