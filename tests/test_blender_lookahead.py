@@ -47,7 +47,8 @@ def _play(addon, obj, look_ahead=True):
     """Channel values after each frame of a play with live enforcement, and how many poses
     were limited one by one."""
     scene = bpy.context.scene
-    scene.joint_limits.enforce_live = True  # (drops compiled limits)
+    scene.joint_limits.enforce_live = True
+    addon.enforcement.invalidate()
     rig = addon.enforcement.compiled(obj)
     if not look_ahead:
         rig.looked_ahead = addon.rig.lookahead.action_identity(obj)
@@ -104,3 +105,20 @@ def test_an_edited_key_is_limited_as_it_comes(clean_file, addon):
     limit = addon.rig.storage.read_limit(obj.pose.bones["root"])
     assert limit.violation(np.array(obj.pose.bones["root"].rotation_quaternion)) < 1e-4
     assert q.quaternion_angle(np.array(obj.pose.bones["root"].rotation_quaternion), q.quaternion_normalize([0.14, 0.99, 0.0, 0.0])) > 0.1
+
+
+def test_toggling_enforcement_keeps_compiled_limits_and_a_refit_still_counts(clean_file, addon):
+    obj = _rig(addon, model="box")
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(2)
+    rig = addon.enforcement.compiled(obj)
+    scene.joint_limits.enforce_live = False
+    scene.joint_limits.enforce_live = True
+    assert addon.enforcement.compiled(obj) is rig  # a big rig's compile is not paid again
+    scene.joint_limits.enforce_live = False
+    obj.pose.bones["a"].joint_limit.model = "ellipsoid"  # refits while enforcement is off
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(3)
+    rig = addon.enforcement.compiled(obj)
+    assert any(g.limit.model.kind == "ellipsoid" for g in rig.groups)
