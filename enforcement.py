@@ -35,25 +35,51 @@ _state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": ()}
 
 class _Group:
     """Bones whose limits are stacked into one model; ``members`` keeps each bone's own
-    ``(row, name, limit, influence)`` so a failing group can be split bone by bone."""
+    ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone."""
 
     __slots__ = ("rows", "names", "limit", "influence", "members")
 
-    def __init__(self, members):
-        rows, names, limits, influence = zip(*members)
+    def __init__(self, members, reuse=None):
+        rows, names, limits, influence, identities = zip(*members)
         self.members = members
         self.rows = np.asarray(rows, dtype=np.intp)
         self.names = list(names)
         self.influence = np.asarray(influence, dtype=float)
-        self.limit = JointLimit.stack(limits)
+        self.limit = (reuse or _Reuse()).get(("stack",) + identities, lambda: JointLimit.stack(limits))
 
 
-def _groups(members):
+def _groups(members, reuse):
     """One group for ``members`` if their limits stack, else one group per bone."""
     try:
-        return [_Group(members)]
+        return [_Group(members, reuse)]
     except Exception:  # noqa: BLE001 - models that cannot stack are limited one by one
-        return [_Group([m]) for m in members]
+        return [_Group([m], reuse) for m in members]
+
+
+class _Reuse:
+    """Parsed and stacked limits of an object's previous compile, kept through
+    :func:`invalidate`: dragging a slider recompiles the rig on every step, and parsing and
+    stacking a big rig's limits (a sinus texture is megabytes) would stall each one. Only the
+    previous compile is kept, so memory holds one generation."""
+
+    def __init__(self, previous=None):
+        self.previous = previous or {}
+        self.used = {}
+
+    def get(self, key, make):
+        if None in key:  # not identifiable (a limit stored without a token): never shared
+            return make()
+        value = self.used.get(key)
+        if value is None:
+            value = self.previous.get(key)
+        if value is None:
+            value = make()
+        self.used[key] = value
+        return value
+
+
+#: object pointer -> what its last compile parsed and stacked (``_Reuse.used``)
+_reuse = {}
 
 
 class _CompiledRig:
@@ -78,6 +104,7 @@ def invalidate(*_args):
 def reset():
     """Forget everything, including which problems were already reported."""
     invalidate()
+    _reuse.clear()
     _reported.clear()
     _messages.clear()
 
@@ -106,19 +133,23 @@ def suspended():
 
 
 def _compile(obj):
+    reuse = _Reuse(_reuse.get(obj.as_pointer()))
     by_key = {}
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if not settings.enabled or not settings.has_limit:
             continue
+        # the stored limit (its token changes with every write, and undo restores both) as read
+        identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
         try:
-            limit = read_limit(pose_bone)
+            limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
             report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({err})")
             continue
         key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
-        by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence))
-    groups = [group for members in by_key.values() for group in _groups(members)]
+        by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
+    groups = [group for members in by_key.values() for group in _groups(members, reuse)]
+    _reuse[obj.as_pointer()] = reuse.used
     return _CompiledRig(len(obj.pose.bones), groups)
 
 

@@ -122,3 +122,22 @@ def test_toggling_enforcement_keeps_compiled_limits_and_a_refit_still_counts(cle
     scene.frame_set(3)
     rig = addon.enforcement.compiled(obj)
     assert any(g.limit.model.kind == "ellipsoid" for g in rig.groups)
+
+
+def test_a_slider_change_reuses_parsed_and_stacked_limits_and_a_refit_does_not(clean_file, addon):
+    obj = _rig(addon, model="box")
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(2)
+    stacked = [g.limit for g in addon.enforcement.compiled(obj).groups]
+    obj.pose.bones["a"].joint_limit.influence = 0.4  # recompiles (like every step of a slider drag)
+    scene.frame_set(3)
+    rig = addon.enforcement.compiled(obj)
+    assert [g.limit for g in rig.groups] == stacked  # the same objects: nothing parsed or stacked again
+    np.testing.assert_allclose(rig.groups[0].influence, [1.0, 0.4, 1.0, 1.0], atol=1e-6)
+    obj.pose.bones["a"].joint_limit.padding = 0.2  # refits: a new limit for that bone
+    scene.frame_set(4)
+    rig = addon.enforcement.compiled(obj)
+    assert all(g.limit is not s for g, s in zip(rig.groups, stacked, strict=False))
+    limit = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    assert limit.violation(addon.rig.pose_io.local_quaternion(obj.pose.bones["b"])) < 1e-4
