@@ -72,8 +72,11 @@ def _own_text(obj, create):
     elif text.users > 1:  # shared with a duplicated rig: write to a copy
         text = text.copy()
     else:
+        if text.name != NAME_PREFIX + obj.name:  # follow a renamed rig (names are for people)
+            text.name = NAME_PREFIX + obj.name
         return text
     text.user_clear()  # the object's pointer is its only user, so it goes with the rig
+    text.name = NAME_PREFIX + obj.name
     obj.joint_limits_data = text
     return text
 

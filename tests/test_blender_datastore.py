@@ -38,6 +38,7 @@ def test_duplicated_rig_gets_its_own_copy_when_written(clean_file, addon):
 
     copy.pose.bones["lower"].joint_limit.limit_data = ""
     assert copy.joint_limits_data != obj.joint_limits_data
+    assert copy.joint_limits_data.name == f".JointLimits {copy.name}"  # named after its rig
     assert not copy.pose.bones["lower"].joint_limit.has_limit
     assert copy.pose.bones["lower"].joint_limit.has_cloud  # the rest of the store was copied
     assert pb.joint_limit.limit_data == before
