@@ -17,9 +17,8 @@ from bpy.app.handlers import persistent
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
 from .rig.app_handlers import install, uninstall
-from .rig.lookahead import CHANNELS as CHANNEL_ARRAYS
 from .rig.lookahead import action_identity, action_poses
-from .rig.pose_io import MODE_AXIS_ANGLE, MODE_QUATERNION, PoseArrays
+from .rig.pose_io import PoseArrays, channel_of
 from .rig.storage import read_limit
 
 #: Poses remembered per rig (about 3 kB each for 60 bones).
@@ -249,26 +248,22 @@ def _look_ahead(obj, rig, arrays):
         if found is None:
             return False
         frames, poses = found
-        keys = [poses.frame_key(f) for f in range(len(frames))]
+        keys = [poses.key(f) for f in range(len(frames))]
         results = [_project_group(obj, group, poses) for group in rig.groups]
     except Exception:  # noqa: BLE001 - see the docstring
         return False
     rows = np.concatenate([group.rows for group in rig.groups])
     moved = np.concatenate([m for m, _ in results], axis=-1)
     poses.set_local_quaternions(rows, np.concatenate([q for _, q in results], axis=-2), where=moved)
-    channels = _channels_by_mode(poses.modes[rows])
+    channels = [channel_of(code) for code in poses.modes[rows].tolist()]
     for f, key in enumerate(keys):
         if not moved[f].any():
             rig.memo.setdefault(key, (0, {}))
             continue
         names = {channels[i] for i in np.flatnonzero(moved[f])}
-        rig.memo[key] = (int(moved[f].sum()), {name: getattr(poses, CHANNEL_ARRAYS[name])[f].copy() for name in names})
-        rig.memo.setdefault(poses.frame_key(f), (0, {}))  # our own result, handed back
+        rig.memo[key] = (int(moved[f].sum()), poses.values(names, f))
+        rig.memo.setdefault(poses.key(f), (0, {}))  # our own result, handed back
     return True
-
-
-def _channels_by_mode(modes):
-    return ["rotation_quaternion" if m == MODE_QUATERNION else "rotation_axis_angle" if m == MODE_AXIS_ANGLE else "rotation_euler" for m in modes.tolist()]
 
 
 def _armatures(scene):

@@ -12,9 +12,7 @@ simply gives poses that are not found, and those are limited as they come.
 import numpy as np
 
 from .actions import _curve_values, action_frames, bone_rotation_curves
-from .pose_io import MODE_AXIS_ANGLE, MODE_QUATERNION
-
-CHANNELS = {"rotation_quaternion": "quaternion", "rotation_euler": "euler", "rotation_axis_angle": "axis_angle"}
+from .pose_io import CHANNEL_ARRAYS
 
 
 def action_identity(obj):
@@ -42,8 +40,7 @@ def action_poses(obj, snapshot, max_frames):
     if len(frames) > max_frames:
         start = np.clip(obj.users_scene[0].frame_current - max_frames // 2 if obj.users_scene else frames[0], frames[0], frames[-1] - max_frames + 1)
         frames = np.arange(start, start + max_frames)
-    codes = snapshot.channels_read()
-    read = {"rotation_quaternion": MODE_QUATERNION in codes, "rotation_axis_angle": MODE_AXIS_ANGLE in codes, "rotation_euler": any(c > 0 for c in codes)}
+    read = snapshot.channels_read()  # the others stay zero in every key
     poses = snapshot.over_frames(len(frames))
     rows = {pb.name: i for i, pb in enumerate(obj.pose.bones)}
     float_frames = frames.astype(float)
@@ -52,9 +49,9 @@ def action_poses(obj, snapshot, max_frames):
         if row is None:
             continue
         for channel, components in channels.items():
-            if not read[channel]:
+            if channel not in read:
                 continue
-            target = getattr(poses, CHANNELS[channel])
+            target = getattr(poses, CHANNEL_ARRAYS[channel])
             for index, fc in components.items():
                 if index < target.shape[-1] and not fc.mute:
                     target[:, row, index] = _curve_values(fc, float_frames)

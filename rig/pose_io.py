@@ -19,6 +19,15 @@ MODE_AXIS_ANGLE = -1
 EULER_CODES = {order: i + 1 for i, order in enumerate(EULER_ORDERS)}
 
 
+#: Blender's rotation channels and the :class:`PoseArrays` attribute holding each.
+CHANNEL_ARRAYS = {"rotation_quaternion": "quaternion", "rotation_euler": "euler", "rotation_axis_angle": "axis_angle"}
+
+
+def channel_of(code):
+    """The channel a bone in rotation mode ``code`` (see :func:`mode_code`) is posed with."""
+    return "rotation_quaternion" if code == MODE_QUATERNION else "rotation_axis_angle" if code == MODE_AXIS_ANGLE else "rotation_euler"
+
+
 def mode_code(mode):
     """Integer code of a rotation mode name (``'QUATERNION'``, ``'XYZ'``..., ``'AXIS_ANGLE'``)."""
     if mode == "QUATERNION":
@@ -47,9 +56,11 @@ class PoseArrays:
         self.read(self.channels_read())
 
     def channels_read(self):
-        """The rotation modes present, as :meth:`read` takes them."""
+        """The channels the bones' rotation modes use (the ones :meth:`read` reads)."""
         lo, hi = int(self.modes.min(initial=0)), int(self.modes.max(initial=0))
-        return {MODE_QUATERNION} if lo == hi == MODE_QUATERNION else set(self.modes.tolist())
+        if lo == hi == MODE_QUATERNION:
+            return {"rotation_quaternion"}
+        return {channel_of(code) for code in set(self.modes.tolist())}
 
     def over_frames(self, count):
         """A copy whose channels repeat this snapshot over ``count`` frames (``(F, n, k)``), to
@@ -60,18 +71,10 @@ class PoseArrays:
             setattr(out, name, np.repeat(getattr(self, name)[None], count, axis=0))
         return out
 
-    def frame_key(self, f):
-        """:meth:`key` of frame ``f`` of an :meth:`over_frames` snapshot."""
-        return b"".join((self.modes.tobytes(), self.quaternion[f].tobytes(), self.euler[f].tobytes(), self.axis_angle[f].tobytes()))
-
-    def read(self, codes):
-        """Read only the channels used by the rotation modes in ``codes``."""
-        if MODE_QUATERNION in codes:
-            self.pose_bones.foreach_get("rotation_quaternion", self.quaternion.ravel())
-        if MODE_AXIS_ANGLE in codes:
-            self.pose_bones.foreach_get("rotation_axis_angle", self.axis_angle.ravel())
-        if any(c > 0 for c in codes):
-            self.pose_bones.foreach_get("rotation_euler", self.euler.ravel())
+    def read(self, channels):
+        """Read the named channels from Blender (foreach_get)."""
+        for name in channels:
+            self.pose_bones.foreach_get(name, getattr(self, CHANNEL_ARRAYS[name]).ravel())
 
     def local_quaternions(self, rows):
         """Local rotations of bones ``rows`` as quaternions ``(..., len(rows), 4)``, whatever
@@ -119,14 +122,15 @@ class PoseArrays:
                 store(self.euler, "rotation_euler", sel, euler_compatible(new, self.euler[..., rows[sel], :].astype(float), order))
         return changed
 
-    def key(self):
-        """Bytes identifying this snapshot (rotation modes and every channel's values)."""
-        return b"".join((self.modes.tobytes(), self.quaternion.tobytes(), self.euler.tobytes(), self.axis_angle.tobytes()))
+    def key(self, frame=...):
+        """Bytes identifying this snapshot (rotation modes and every channel's values), or
+        frame ``frame`` of an :meth:`over_frames` one."""
+        return b"".join((self.modes.tobytes(), self.quaternion[frame].tobytes(), self.euler[frame].tobytes(), self.axis_angle[frame].tobytes()))
 
-    def values(self, channels):
-        """Copies of the named channels' arrays ``{channel: array}``."""
-        arrays = {"rotation_quaternion": self.quaternion, "rotation_euler": self.euler, "rotation_axis_angle": self.axis_angle}
-        return {name: arrays[name].copy() for name in channels}
+    def values(self, channels, frame=...):
+        """Copies of the named channels' arrays ``{channel: array}`` (of frame ``frame`` of an
+        :meth:`over_frames` snapshot)."""
+        return {name: getattr(self, CHANNEL_ARRAYS[name])[frame].copy() for name in channels}
 
     def write(self, channels):
         """Write the named channels back to Blender (foreach_set)."""

@@ -74,7 +74,7 @@ def test_first_play_only_looks_up_and_writes_what_frame_by_frame_writes(clean_fi
     # and the play really limited: the keyed poses differ from what was written
     unlimited = addon.rig.lookahead.action_poses(obj, addon.rig.pose_io.PoseArrays(obj.pose.bones), FRAMES)[1]
     keyed = len(unlimited.quaternion)  # the action's frames (56 for keys every 5 frames)
-    assert sum(unlimited.frame_key(f) != ahead[f] for f in range(keyed)) > keyed // 2
+    assert sum(unlimited.key(f) != ahead[f] for f in range(keyed)) > keyed // 2
 
 
 def test_influence_and_softening_match_frame_by_frame(clean_file, addon):
