@@ -40,8 +40,10 @@ def get(settings, field):
 
 
 def has(settings, field):
+    """Whether the bone has ``field`` (without copying the text out: it can be megabytes;
+    :func:`put` deletes emptied entries)."""
     text = settings.id_data.joint_limits_data
-    return bool(text is not None and settings.data_key and text.get(_entry(settings.data_key, field)))
+    return bool(text is not None and settings.data_key and _entry(settings.data_key, field) in text)
 
 
 def put(settings, field, value):
