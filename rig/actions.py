@@ -70,7 +70,7 @@ def bone_rotation_curves(obj, action):
     return out
 
 
-def _curve_values(fc, frames):
+def curve_values(fc, frames):
     """Values of ``fc`` at ``frames``: keyframe arrays when keys sit exactly on the frames
     (the fast path), else ``fcurve.evaluate``."""
     n = len(fc.keyframe_points)
@@ -106,7 +106,7 @@ def keyed_rotations(obj, action, bone_names, frames):
         values = np.repeat(current[None, :], len(frames), axis=0)
         for index, fc in channels[channel].items():
             if index < size:
-                values[:, index] = _curve_values(fc, frames)
+                values[:, index] = curve_values(fc, frames)
         if channel == "rotation_quaternion":
             q = quaternion_normalize(values)
         elif channel == "rotation_axis_angle":

@@ -11,7 +11,7 @@ simply gives poses that are not found, and those are limited as they come.
 
 import numpy as np
 
-from .actions import _curve_values, action_frames, bone_rotation_curves
+from .actions import action_frames, bone_rotation_curves, curve_values
 from .pose_io import CHANNEL_ARRAYS
 
 
@@ -54,5 +54,5 @@ def action_poses(obj, snapshot, max_frames):
             target = getattr(poses, CHANNEL_ARRAYS[channel])
             for index, fc in components.items():
                 if index < target.shape[-1] and not fc.mute:
-                    target[:, row, index] = _curve_values(fc, float_frames)
+                    target[:, row, index] = curve_values(fc, float_frames)
     return frames, poses
