@@ -69,6 +69,10 @@ class LimitModel:
     label = ""
     description = ""
     PARAM_SHAPES = {}
+    #: Parameters kept at float32 precision: big tables whose last digits carry nothing (a
+    #: texture, a distance grid). Rounded on construction, so every path (fit, edit, load,
+    #: stack) agrees, and stored in half the space (:mod:`.serialize` writes exact float32s so).
+    SINGLE_PRECISION = ()
     #: Keyword options of :meth:`fit` that a bone's settings supply (others are not passed).
     FIT_OPTIONS = ("padding",)
     #: Position in the model menu (lower first).
@@ -76,7 +80,16 @@ class LimitModel:
 
     def __init__(self, params, config=None):
         self.params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
+        for name in self.SINGLE_PRECISION:
+            if name in self.params:
+                self.params[name] = self.round_single(name, self.params[name])
         self.config = dict(config or {})
+
+    @classmethod
+    def round_single(cls, name, value):
+        """``value`` of parameter ``name`` rounded to float32 precision (to nearest; models
+        round bounds outward so a fitted region never shrinks)."""
+        return value.astype(np.float32).astype(float)
 
     # -- the interface -------------------------------------------------------------------
     @classmethod

@@ -725,6 +725,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         "tube": (),
         "components": (),
     }
+    SINGLE_PRECISION = ("phi",)
     FIT_OPTIONS = ("padding",)
 
     def __init__(self, params, config=None):

@@ -3,7 +3,8 @@
 
 A limit is the plain mapping of :meth:`JointLimit.to_dict`: JSON scalars plus numpy arrays.
 In JSON a small array is written as ``{"__array__": [...], "shape": [...]}`` and a large one
-(grids, textures) as ``{"__base64__": "<little-endian float64 bytes>", "shape": [...]}``; in ``.npz`` every
+(grids, textures) as ``{"__base64__": "<little-endian bytes>", "shape": [...], "dtype": "<f8" or "<f4"}``
+(float32 where the values are exactly float32, see ``LimitModel.SINGLE_PRECISION``); in ``.npz`` every
 array is its own entry (``params/<name>`` etc.) beside a JSON ``header`` entry, and the file is
 read with ``allow_pickle=False``. Everything read goes through :meth:`JointLimit.from_dict`,
 which validates kinds, shapes and values.
@@ -23,11 +24,19 @@ from .joint import JointLimit
 BASE64_THRESHOLD = 64
 
 
+#: Binary array types in JSON: float64, and float32 for arrays that hold float32 values
+#: exactly (a model's single-precision tables), which halves them and loses nothing.
+DTYPES = ("<f8", "<f4")
+
+
 def _encode(value):
     if isinstance(value, np.ndarray):
         if value.size > BASE64_THRESHOLD:
-            raw = np.ascontiguousarray(value, dtype="<f8").tobytes()
-            return {"__base64__": base64.b64encode(raw).decode("ascii"), "shape": list(value.shape)}
+            value = np.asarray(value, dtype=float)
+            single = value.astype("<f4")
+            dtype = "<f4" if np.array_equal(single, value) else "<f8"
+            raw = (single if dtype == "<f4" else np.ascontiguousarray(value, dtype="<f8")).tobytes()
+            return {"__base64__": base64.b64encode(raw).decode("ascii"), "shape": list(value.shape), "dtype": dtype}
         return {"__array__": value.ravel().tolist(), "shape": list(value.shape)}
     if isinstance(value, dict):
         return {k: _encode(v) for k, v in value.items()}
@@ -42,9 +51,12 @@ def _decode(value):
             shape = value.get("shape")
             if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
                 raise ValueError("malformed array in limit JSON: bad shape")
+            dtype = value.get("dtype", "<f8")
+            if dtype not in DTYPES:
+                raise ValueError(f"malformed array in limit JSON: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
             try:
                 raw = base64.b64decode(value["__base64__"], validate=True)
-                return np.frombuffer(raw, dtype="<f8").reshape(shape).copy()
+                return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(float)
             except (TypeError, ValueError, binascii.Error) as err:
                 raise ValueError(f"malformed array in limit JSON: {err}") from None
         if "__array__" in value:

@@ -572,6 +572,17 @@ class SinusTextureLimit(LimitModel):
     description = "Swing region and per-swing twist range painted into a texture over the sphere (Kelly); any shape"
     ui_order = 70
     PARAM_SHAPES = {"image": (None, None, 4), "nearest": (None, None, 3)}
+    SINGLE_PRECISION = ("image",)
+
+    @classmethod
+    def round_single(cls, name, value):
+        """Float32 precision, the twist range rounded outward (training twists stay inside)."""
+        single = value.astype(np.float32)
+        if name == "image" and value.ndim >= 1 and value.shape[-1] == 4:
+            low, high = single[..., TWIST_MIN], single[..., TWIST_MAX]
+            low[...] = np.where(low > value[..., TWIST_MIN], np.nextafter(low, np.float32(-np.inf)), low)
+            high[...] = np.where(high < value[..., TWIST_MAX], np.nextafter(high, np.float32(np.inf)), high)
+        return single.astype(float)
     FIT_OPTIONS = ("padding",)
 
     def __init__(self, params, config=None):

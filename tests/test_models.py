@@ -754,3 +754,30 @@ def test_softening_stays_near_the_hard_limit(kind):
     rel = limit.to_relative(q)
     direct = soften(rel, limit.model.project(rel), radius, 2.0)
     assert quaternion_angle(limit.from_relative(direct), soft).max() <= 1e-9
+
+
+def test_single_precision_tables_are_stored_as_float32_and_read_back_exactly():
+    import base64
+
+    from limits.serialize import DTYPES
+    from limits.sinus_texture import TWIST_MAX, TWIST_MIN, SinusTextureLimit
+
+    limit = JointLimit.fit(cloud(43), kind="sdf_grid")
+    data = json.loads(limit_to_json(limit))
+    phi = data["model"]["params"]["phi"]
+    assert phi["dtype"] == "<f4" and len(base64.b64decode(phi["__base64__"])) == 4 * limit.model.params["phi"].size
+    assert_same_limit(limit, limit_from_json(json.dumps(data)))
+    # arrays written before the dtype field are float64, and a foreign dtype is refused
+    phi64 = limit.model.params["phi"].astype("<f8")
+    data["model"]["params"]["phi"] = {"__base64__": base64.b64encode(phi64.tobytes()).decode(), "shape": list(phi64.shape)}
+    assert_same_limit(limit, limit_from_json(json.dumps(data)))
+    data["model"]["params"]["phi"]["dtype"] = "<i8"
+    with pytest.raises(ValueError, match="dtype '<i8' is not one of " + ", ".join(DTYPES)):
+        limit_from_json(json.dumps(data))
+    # rounding the sinus texture to float32 never narrows its twist range
+    image = np.zeros((32, 16, 4))
+    image[..., 0] = 1.0
+    image[..., TWIST_MIN], image[..., TWIST_MAX] = -0.1 - 1e-9, 0.3 + 1e-9
+    rounded = SinusTextureLimit.round_single("image", image)
+    assert np.all(rounded[..., TWIST_MIN] <= image[..., TWIST_MIN]) and np.all(rounded[..., TWIST_MAX] >= image[..., TWIST_MAX])
+    assert np.array_equal(rounded, rounded.astype(np.float32))
