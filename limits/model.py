@@ -89,7 +89,8 @@ class LimitModel:
     def round_single(cls, name, value):
         """``value`` of parameter ``name`` rounded to float32 precision (to nearest; models
         round bounds outward so a fitted region never shrinks)."""
-        return value.astype(np.float32).astype(float)
+        single = value.astype(np.float32)
+        return value if np.array_equal(single, value) else single.astype(float)
 
     # -- the interface -------------------------------------------------------------------
     @classmethod

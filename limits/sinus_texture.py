@@ -578,6 +578,8 @@ class SinusTextureLimit(LimitModel):
     def round_single(cls, name, value):
         """Float32 precision, the twist range rounded outward (training twists stay inside)."""
         single = value.astype(np.float32)
+        if np.array_equal(single, value):  # already single precision (loaded, stacked)
+            return value
         if name == "image" and value.ndim >= 1 and value.shape[-1] == 4:
             low, high = single[..., TWIST_MIN], single[..., TWIST_MAX]
             low[...] = np.where(low > value[..., TWIST_MIN], np.nextafter(low, np.float32(-np.inf)), low)

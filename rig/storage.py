@@ -13,6 +13,7 @@ import numpy as np
 
 from ..limits.joint import JointLimit
 from ..limits.serialize import limit_from_json, limit_to_json
+from . import datastore
 
 CLOUD_PREFIX = "q4f32:"
 
@@ -41,7 +42,7 @@ def cloud_from_text(text):
 
 
 def read_cloud(pose_bone):
-    return cloud_from_text(pose_bone.joint_limit.cloud_data)
+    return cloud_from_text(datastore.get(pose_bone.joint_limit, "cloud"))
 
 
 def write_cloud(pose_bone, q, append=False):
@@ -58,9 +59,10 @@ def write_cloud(pose_bone, q, append=False):
 def read_limit(pose_bone):
     """The bone's fitted :class:`JointLimit` with its softening settings, or ``None``."""
     settings = pose_bone.joint_limit
-    if not settings.limit_data:
+    text = datastore.get(settings, "limit")  # straight from the store: through RNA it is copied twice more
+    if not text:
         return None
-    limit = limit_from_json(settings.limit_data)
+    limit = limit_from_json(text)
     if settings.use_softening:
         limit.soft_radius = np.asarray(settings.soft_radius, dtype=float)
         limit.soft_falloff = np.asarray(settings.soft_falloff, dtype=float)
