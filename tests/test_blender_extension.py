@@ -53,7 +53,7 @@ def test_validate_build_and_install_the_zip(tmp_path):
     assert len(result["zips"]) == 1
     names = result["names"]
     assert "blender_manifest.toml" in names and "limits/quaternion.py" in names
-    assert not any(n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv/")) or "__pycache__" in n for n in names)
+    assert not any(n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n for n in names)
     assert result["enabled"] and result["has_op"] and result["has_prop"]
 
 
