@@ -667,6 +667,13 @@ def _interpolate(corners, f):
     return v
 
 
+def _packed_interpolate(corners, fraction):
+    """``(4, R)`` float64: trilinear interpolation (float32) of the packed corner quadruples
+    ``corners (8, R, 4)`` at ``fraction (3, R)``."""
+    f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
+    return _interpolate(corners, f).T.astype(float, order="C")
+
+
 def _finite_rows(rows):
     """``(R,)`` bool: rows of ``rows (R, 4)`` with four finite components."""
     finite = np.isfinite(rows)
@@ -922,10 +929,13 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         return out
 
     def _table_cache(self):
-        """``(phi, packed, margin)``: ``phi (bones * n^3,)`` float64 (the stored grid, flat);
-        ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi, d/dx,
-        d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds the
-        difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``."""
+        """``(phi, packed, margin, exact)``: ``phi (bones * n^3,)`` float64 (the stored grid,
+        flat); ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi,
+        d/dx, d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds
+        the difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``;
+        ``exact``: the float32 ``phi`` in ``packed`` equals ``phi`` (the grid is kept at float32
+        precision, :attr:`SINGLE_PRECISION`), so corner values gathered from ``packed`` are the
+        float64 grid's."""
         if self._table is None:
             phi = np.ascontiguousarray(self.params["phi"], dtype=float).ravel()
             packed = np.empty((len(phi), 4), dtype=np.float32)
@@ -935,7 +945,8 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             # |phi|, see _interpolate); twice that for safety.
             scale = float(np.max(np.abs(phi))) if len(phi) else 0.0
             margin = 64.0 * float(np.finfo(np.float32).eps) * max(scale, 1e-30)
-            self._table = (phi, packed.view(np.complex128).ravel(), margin)
+            exact = bool(np.array_equal(packed[:, 0], phi))
+            self._table = (phi, packed.view(np.complex128).ravel(), margin, exact)
         return self._table
 
     def _geometry(self, bone):
@@ -992,10 +1003,11 @@ class SdfGridLimit(RowsPerBone, LimitModel):
     def _packed_cell(self, cell):
         """``(4, R)`` float64: trilinear ``phi`` and gradient from the float32 table in the cells
         ``cell`` (one 16-byte gather per corner)."""
-        index, fraction = cell[0], cell[1]
-        corners = self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
-        f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
-        return _interpolate(corners, f).T.astype(float, order="C")
+        return _packed_interpolate(self._packed_corners(cell[0]), cell[1])
+
+    def _packed_corners(self, index):
+        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the corners ``index (8, R)``."""
+        return self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
 
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
@@ -1162,11 +1174,13 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         active = None if moved is None else np.flatnonzero(moved)
         xa, ga = (x, geo) if active is None else (x[:, active], geo.rows(active))
         index, fraction, corner = ga.cell(xa)
-        corners = self._table_cache()[0].take(index)
+        packed = self._packed_corners(index)
+        # float64 corner phi: the float32 ones widened when they are exact, else a second gather
+        corners = packed[..., 0].astype(float) if self._table_cache()[3] else self._table_cache()[0].take(index)
         pa = _interpolate(corners, fraction)
         if frozen is not None and active is None:
             pa[frozen] = 0.0
-        moved = _step(xa, pa, self._packed_cell((index, fraction))[1:], ga, 0.0)
+        moved = _step(xa, pa, _packed_interpolate(packed, fraction)[1:], ga, 0.0)
         # phi where step 2 moved, from the same corners while the point stays in its cell
         again = None if moved is None else np.flatnonzero(moved)
         if again is None:
