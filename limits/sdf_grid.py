@@ -1097,32 +1097,40 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
         clamped = x != p
         inside = ~clamped.any(axis=0)
-        corner = np.flatnonzero(clamped.all(axis=0) & finite)
-        if 8 * len(corner) <= len(rows):
+        corner = clamped.all(axis=0)
+        corner &= finite
+        count = int(np.count_nonzero(corner))
+        if 8 * count <= len(rows):
             return self._steps(x, inside, finite, geo, rows, out)
         # Rows beyond the box on all three axes start at one of its 8 corners: every such row
-        # has the same projection, computed once per model (see _box_corners).
-        key = np.zeros(len(corner), dtype=np.intp)
-        for axis in range(3):
-            upper = geo.upper[axis] if geo.base is None else geo.upper[axis, corner]
-            key += (p[axis, corner] > upper) << axis
-        if bone is not None:
-            key += 8 * bone[corner]
-        out[corner] = self._box_corners()[key]
-        keep = np.ones(len(rows), dtype=bool)
-        keep[corner] = False
-        keep = np.flatnonzero(keep)
-        part = np.empty((len(keep), 4))
-        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part)
-        out[keep] = part
+        # has the same projection, computed once per model (see _box_corners). The others are
+        # stepped together; one gather then writes every row of the chunk.
+        keep = np.flatnonzero(~corner)
+        part = np.empty((len(keep) + 8 * self._bones(), 4))
+        part[len(keep) :] = self._box_corners()
+        above = (p > geo.upper).view(np.uint8)
+        key = above[2] << 2
+        key |= above[1] << 1
+        key |= above[0]
+        order = np.cumsum(~corner)
+        order -= 1
+        key = key.astype(np.intp)
+        key += len(keep) if bone is None else 8 * bone + len(keep)
+        np.copyto(order, key, where=corner)
+        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part[: len(keep)])
+        np.take(part, order, axis=0, out=out, mode="clip")
         return keep[late], late_x
+
+    def _bones(self):
+        """Number of stacked joints."""
+        return len(self.params["lower"].reshape(-1, 3))
 
     def _box_corners(self):
         """``(bones * 8, 4)``: the projections of the grid box's corners (corner ``c`` of bone
         ``b`` at row ``8 b + c``, upper end on axis ``a`` when bit ``a`` of ``c`` is set), as
         :meth:`_project_rows` and :meth:`project` compute them for a row clamped onto it."""
         if self._corners is None:
-            bones = len(self.params["lower"].reshape(-1, 3))
+            bones = self._bones()
             bone = np.repeat(np.arange(bones), 8)
             geo = self._geometry(bone if self._lead() else None)
             bits = (np.arange(8 * bones) >> np.arange(3)[:, None]) & 1
