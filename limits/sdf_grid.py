@@ -698,14 +698,17 @@ def _step(x, phi, grad, geo, target):
         x -= scale * grad
         geo.clamp(x)
         return None
-    rows = np.flatnonzero(move)
-    if 2 * len(rows) >= len(move) and not geo.any_closed:
-        # Most rows move: the others get a step of length 0 (x - 0 g is x, and x is in the box).
-        scale = np.zeros_like(phi)
-        np.divide(phi - target, norm, out=scale, where=move)
+    if 2 * np.count_nonzero(move) >= len(move) and not geo.any_closed:
+        # Most rows move: the others get a step of length 0 (x - 0 g is x, and x is in the box;
+        # phi is finite, and the norm is raised only where it is too small to move).
+        scale = phi - target
+        scale *= move
+        np.maximum(norm, 1e-12, out=norm)
+        scale /= norm
         x -= scale * grad
         geo.clamp(x)
         return None
+    rows = np.flatnonzero(move)
     if len(rows):
         scale = (phi[rows] - target) / norm[rows]
         moved = x[:, rows] - scale * grad[:, rows]
