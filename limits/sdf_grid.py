@@ -667,6 +667,13 @@ def _interpolate(corners, f):
     return v
 
 
+def _packed_interpolate(corners, fraction):
+    """``(4, R)`` float64: trilinear interpolation (float32) of the packed corner quadruples
+    ``corners (8, R, 4)`` at ``fraction (3, R)``."""
+    f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
+    return _interpolate(corners, f).T.astype(float, order="C")
+
+
 def _finite_rows(rows):
     """``(R,)`` bool: rows of ``rows (R, 4)`` with four finite components."""
     finite = np.isfinite(rows)
@@ -691,14 +698,17 @@ def _step(x, phi, grad, geo, target):
         x -= scale * grad
         geo.clamp(x)
         return None
-    rows = np.flatnonzero(move)
-    if 2 * len(rows) >= len(move) and not geo.any_closed:
-        # Most rows move: the others get a step of length 0 (x - 0 g is x, and x is in the box).
-        scale = np.zeros_like(phi)
-        np.divide(phi - target, norm, out=scale, where=move)
+    if 2 * np.count_nonzero(move) >= len(move) and not geo.any_closed:
+        # Most rows move: the others get a step of length 0 (x - 0 g is x, and x is in the box;
+        # phi is finite, and the norm is raised only where it is too small to move).
+        scale = phi - target
+        scale *= move
+        np.maximum(norm, 1e-12, out=norm)
+        scale /= norm
         x -= scale * grad
         geo.clamp(x)
         return None
+    rows = np.flatnonzero(move)
     if len(rows):
         scale = (phi[rows] - target) / norm[rows]
         moved = x[:, rows] - scale * grad[:, rows]
@@ -922,10 +932,13 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         return out
 
     def _table_cache(self):
-        """``(phi, packed, margin)``: ``phi (bones * n^3,)`` float64 (the stored grid, flat);
-        ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi, d/dx,
-        d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds the
-        difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``."""
+        """``(phi, packed, margin, exact)``: ``phi (bones * n^3,)`` float64 (the stored grid,
+        flat); ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi,
+        d/dx, d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds
+        the difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``;
+        ``exact``: the float32 ``phi`` in ``packed`` equals ``phi`` (the grid is kept at float32
+        precision, :attr:`SINGLE_PRECISION`), so corner values gathered from ``packed`` are the
+        float64 grid's."""
         if self._table is None:
             phi = np.ascontiguousarray(self.params["phi"], dtype=float).ravel()
             packed = np.empty((len(phi), 4), dtype=np.float32)
@@ -935,7 +948,8 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             # |phi|, see _interpolate); twice that for safety.
             scale = float(np.max(np.abs(phi))) if len(phi) else 0.0
             margin = 64.0 * float(np.finfo(np.float32).eps) * max(scale, 1e-30)
-            self._table = (phi, packed.view(np.complex128).ravel(), margin)
+            exact = bool(np.array_equal(packed[:, 0], phi))
+            self._table = (phi, packed.view(np.complex128).ravel(), margin, exact)
         return self._table
 
     def _geometry(self, bone):
@@ -992,10 +1006,11 @@ class SdfGridLimit(RowsPerBone, LimitModel):
     def _packed_cell(self, cell):
         """``(4, R)`` float64: trilinear ``phi`` and gradient from the float32 table in the cells
         ``cell`` (one 16-byte gather per corner)."""
-        index, fraction = cell[0], cell[1]
-        corners = self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
-        f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
-        return _interpolate(corners, f).T.astype(float, order="C")
+        return _packed_interpolate(self._packed_corners(cell[0]), cell[1])
+
+    def _packed_corners(self, index):
+        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the corners ``index (8, R)``."""
+        return self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
 
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
@@ -1085,32 +1100,40 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             return self._steps(x, geo.in_box(p, clamped=x), finite, geo, rows, out)
         clamped = x != p
         inside = ~clamped.any(axis=0)
-        corner = np.flatnonzero(clamped.all(axis=0) & finite)
-        if 8 * len(corner) <= len(rows):
+        corner = clamped.all(axis=0)
+        corner &= finite
+        count = int(np.count_nonzero(corner))
+        if 8 * count <= len(rows):
             return self._steps(x, inside, finite, geo, rows, out)
         # Rows beyond the box on all three axes start at one of its 8 corners: every such row
-        # has the same projection, computed once per model (see _box_corners).
-        key = np.zeros(len(corner), dtype=np.intp)
-        for axis in range(3):
-            upper = geo.upper[axis] if geo.base is None else geo.upper[axis, corner]
-            key += (p[axis, corner] > upper) << axis
-        if bone is not None:
-            key += 8 * bone[corner]
-        out[corner] = self._box_corners()[key]
-        keep = np.ones(len(rows), dtype=bool)
-        keep[corner] = False
-        keep = np.flatnonzero(keep)
-        part = np.empty((len(keep), 4))
-        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part)
-        out[keep] = part
+        # has the same projection, computed once per model (see _box_corners). The others are
+        # stepped together; one gather then writes every row of the chunk.
+        keep = np.flatnonzero(~corner)
+        part = np.empty((len(keep) + 8 * self._bones(), 4))
+        part[len(keep) :] = self._box_corners()
+        above = (p > geo.upper).view(np.uint8)
+        key = above[2] << 2
+        key |= above[1] << 1
+        key |= above[0]
+        order = np.cumsum(~corner)
+        order -= 1
+        key = key.astype(np.intp)
+        key += len(keep) if bone is None else 8 * bone + len(keep)
+        np.copyto(order, key, where=corner)
+        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part[: len(keep)])
+        np.take(part, order, axis=0, out=out, mode="clip")
         return keep[late], late_x
+
+    def _bones(self):
+        """Number of stacked joints."""
+        return len(self.params["lower"].reshape(-1, 3))
 
     def _box_corners(self):
         """``(bones * 8, 4)``: the projections of the grid box's corners (corner ``c`` of bone
         ``b`` at row ``8 b + c``, upper end on axis ``a`` when bit ``a`` of ``c`` is set), as
         :meth:`_project_rows` and :meth:`project` compute them for a row clamped onto it."""
         if self._corners is None:
-            bones = len(self.params["lower"].reshape(-1, 3))
+            bones = self._bones()
             bone = np.repeat(np.arange(bones), 8)
             geo = self._geometry(bone if self._lead() else None)
             bits = (np.arange(8 * bones) >> np.arange(3)[:, None]) & 1
@@ -1147,9 +1170,10 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             out[...] = rows
             return np.empty(0, dtype=np.intp), np.empty((0, 3))
         todo = frozen = None
-        if 2 * count >= len(rows) and not geo.any_closed:
-            # Most rows move: step every row, the others with length 0 (they stay exactly where
-            # they are), and restore them at the end (cheaper than gathering and scattering).
+        if 10 * count >= 9 * len(rows) and not geo.any_closed:
+            # Nearly all rows move: step every row, the others with length 0 (they stay exactly
+            # where they are), and restore them at the end (cheaper than gathering and
+            # scattering; with more than a tenth of the rows staying, stepping them costs more).
             if count < len(rows):
                 frozen = np.flatnonzero(~outside)
                 phi[frozen] = 0.0
@@ -1162,11 +1186,13 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         active = None if moved is None else np.flatnonzero(moved)
         xa, ga = (x, geo) if active is None else (x[:, active], geo.rows(active))
         index, fraction, corner = ga.cell(xa)
-        corners = self._table_cache()[0].take(index)
+        packed = self._packed_corners(index)
+        # float64 corner phi: the float32 ones widened when they are exact, else a second gather
+        corners = packed[..., 0].astype(float) if self._table_cache()[3] else self._table_cache()[0].take(index)
         pa = _interpolate(corners, fraction)
         if frozen is not None and active is None:
             pa[frozen] = 0.0
-        moved = _step(xa, pa, self._packed_cell((index, fraction))[1:], ga, 0.0)
+        moved = _step(xa, pa, _packed_interpolate(packed, fraction)[1:], ga, 0.0)
         # phi where step 2 moved, from the same corners while the point stays in its cell
         again = None if moved is None else np.flatnonzero(moved)
         if again is None:
