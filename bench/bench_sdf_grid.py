@@ -85,13 +85,13 @@ def main():
     rng = np.random.default_rng(1)
     far = quaternion_short_way(quaternion_random(args.rotations, rng))
     near = quaternion_from_exp_map(exp_map_from_quaternion(cloud[rng.integers(0, len(cloud), args.rotations)]) + rng.normal(size=(args.rotations, 3)) * 0.3)
-    print(f"\nprojection of {args.rotations} rotations (one thread)")
+    print(f"\nprojection of {args.rotations} rotations (one thread, best of 5)")
     print(f"{'grid':>6} {'uniform M/s':>12} {'near data M/s':>14} {'contains M/s':>13} {'outside':>8}")
     for n, model in models.items():
         model.project(far[:1000])  # build the gradient table once (cached per model)
-        t_far, p = best_of(lambda m=model: m.project(far), 2)
-        t_near, _ = best_of(lambda m=model: m.project(near), 2)
-        t_in, inside = best_of(lambda m=model: m.contains(near), 2)
+        t_far, p = best_of(lambda m=model: m.project(far), 5)
+        t_near, _ = best_of(lambda m=model: m.project(near), 5)
+        t_in, inside = best_of(lambda m=model: m.contains(near), 5)
         assert model.contains(p).all()
         print(
             f"{n:>4}^3 {args.rotations / t_far / 1e6:12.2f} {args.rotations / t_near / 1e6:14.2f}"
