@@ -97,3 +97,48 @@ def test_undo_brings_a_cleared_limit_back(clean_file, addon, tmp_path):
     pb = bpy.data.objects["Rig"].pose.bones["lower"]
     assert pb.joint_limit.limit_data == before
     assert pb.joint_limit.has_cloud
+
+
+def _join(active, other):
+    bpy.ops.object.mode_set(mode="OBJECT")
+    with bpy.context.temp_override(active_object=active, object=active, selected_objects=[active, other], selected_editable_objects=[active, other]):
+        assert bpy.ops.object.join() == {"FINISHED"}
+
+
+def test_bones_joined_from_another_rig_keep_their_limits_through_save(clean_file, addon, tmp_path):
+    storage = addon.rig.storage
+    a, _, _ = fitted_rig(addon)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    b, pb, _ = fitted_rig(addon, model="ellipsoid")
+    b.name = "Other"
+    limit = storage.read_limit(pb)
+    _join(a, b)  # Ctrl+J: b's bones move into a (lower -> lower.001) and b is deleted
+    joined = a.pose.bones["lower.001"].joint_limit
+    assert joined.has_limit and joined.has_cloud
+    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(2))
+    np.testing.assert_array_equal(storage.read_limit(a.pose.bones["lower.001"]).contains(probe), limit.contains(probe))
+
+    path = str(tmp_path / "joined.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)  # drops the orphaned store: its entries were adopted
+    bpy.ops.wm.open_mainfile(filepath=path)
+    a = bpy.data.objects["Rig"]
+    assert [t.name for t in bpy.data.texts if t.name.startswith(".JointLimits")] == [".JointLimits Rig"]
+    reloaded = storage.read_limit(a.pose.bones["lower.001"])
+    np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
+    assert a.pose.bones["lower"].joint_limit.has_limit and a.pose.bones["lower.001"].joint_limit.cloud_data
+
+
+def test_an_orphaned_store_never_brings_back_what_was_cleared(clean_file, addon):
+    obj, pb, _ = fitted_rig(addon)
+    one = addon.rig.storage.cloud_to_text(np.tile([1.0, 0, 0, 0], (5, 1)))
+    obj.pose.bones["upper"].joint_limit.cloud_data = one  # a key with a cloud and no limit
+    bpy.ops.object.mode_set(mode="OBJECT")
+    with bpy.context.temp_override(selected_objects=[obj], selected_editable_objects=[obj], active_object=obj, object=obj):
+        assert bpy.ops.object.duplicate() == {"FINISHED"}
+    copy = next(o for o in bpy.data.objects if o != obj and o.type == "ARMATURE")
+    copy.pose.bones["lower"].joint_limit.limit_data = ""  # cleared in the copy only
+    obj.pose.bones["upper"].joint_limit.limit_data = pb.joint_limit.limit_data  # gained by the original only
+    bpy.data.objects.remove(obj)  # the original's store is orphaned, still holding both
+    assert not copy.pose.bones["lower"].joint_limit.has_limit
+    assert copy.pose.bones["lower"].joint_limit.has_cloud
+    assert copy.pose.bones["upper"].joint_limit.has_cloud and not copy.pose.bones["upper"].joint_limit.has_limit
