@@ -1,20 +1,21 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Where a bone's big data lives: a hidden Text datablock per armature object.
+"""Where a bone's big data lives: a hidden Text datablock per armature.
 
 Rotation clouds and fitted limits can be megabytes per bone (a sinus texture, an SDF grid).
-Kept on the pose bone, Blender would copy them every time the pose changes: any edit of an
-object's pose copies the object, its pose and every custom property on it for evaluation, so
-live enforcement on a 60-bone rig with real mocap clouds would copy tens of megabytes per
-frame. A Text datablock is never evaluated, so its custom properties are copied only when
-saved or undone. ``Object.joint_limits_data`` points at it (the object is its only user: it is
-purged with the rig) and each pose bone's ``joint_limit.data_key`` names its entries.
+Kept on the bone, Blender would copy them whenever the bone's data is: a pose bone's custom
+properties on every re-evaluation of the pose (every frame live enforcement limits), a bone's
+with every edit of the armature. A Text datablock is never evaluated, so its custom properties
+are copied only when saved or undone. ``Armature.joint_limits_data`` points at it (the armature
+is its only user: it goes with the armature) and each bone's ``joint_limit.data_key`` names its
+entries. Rigs that share an armature (Alt+D) share its store, as they share its bones.
 
-Like Blender's own data, a store is shared until written: a duplicated rig or bone keeps
-pointing at the same entries, and the first write makes it its own copy.
+Like Blender's own data, a store is shared until written: a duplicated armature (Shift+D) or
+bone keeps pointing at the same entries, and the first write makes it its own copy.
 
-Joining rigs (Ctrl+J) moves bones, with their keys, into another rig and deletes theirs: their
-entries are then in a store nobody uses. Lookups fall back to such orphaned stores, and before
-a save (which drops orphans) the entries are adopted into the rig's own store. A cleared entry
+Joining rigs (Ctrl+J) moves bones, with their keys, into another armature and leaves theirs
+unused: their entries are then in a store no rig uses. Lookups fall back to such orphaned
+stores, and before a save (which drops unused armatures) the entries are adopted into the
+armature's own store and the orphaned stores let go, so they are dropped too. A cleared entry
 leaves a marker, so an orphan never brings back what was cleared.
 """
 
@@ -41,15 +42,20 @@ def _cleared(entry):
     return entry + "!"
 
 
-def _holder(obj, key, field):
-    """The store holding the bone's ``field``: the rig's own, else an orphaned store (the rig
-    the bone was joined from), else None."""
+def _orphaned(text):
+    """No armature in use points at the store ``text``."""
+    return not any(a.users > 0 and a.joint_limits_data == text for a in bpy.data.armatures)
+
+
+def _holder(armature, key, field):
+    """The store holding the bone's ``field``: the armature's own, else an orphaned store (the
+    armature the bone was joined from), else None."""
     entry = _entry(key, field)
-    own = obj.joint_limits_data
+    own = armature.joint_limits_data
     if own is not None and (entry in own or _cleared(entry) in own):
         return own if entry in own else None
     for text in bpy.data.texts:
-        if text.users == 0 and text.name.startswith(NAME_PREFIX) and entry in text:
+        if text.name.startswith(NAME_PREFIX) and text != own and entry in text and _orphaned(text):
             return text
     return None
 
@@ -72,12 +78,12 @@ def put(settings, field, value):
     """Store ``value`` as the bone's ``field``, copying shared stores and keys first."""
     if field not in FIELDS:
         raise KeyError(field)
-    obj = settings.id_data
-    text = _own_text(obj, create=bool(value))
+    armature = settings.id_data
+    text = _own_text(armature, create=bool(value))
     if text is None:
         return
-    key = _own_key(obj, settings, text)
-    _adopt(obj, text, key)
+    key = _own_key(armature, settings, text)
+    _adopt(armature, text, key)
     entry = _entry(key, field)
     if value:
         text[entry] = value
@@ -92,14 +98,14 @@ def put(settings, field, value):
     text.update_tag()
 
 
-def _own_text(obj, create):
-    text = obj.joint_limits_data
+def _own_text(armature, create):
+    text = armature.joint_limits_data
     if text is None:
         if not create:
             return None
-        text = bpy.data.texts.new(NAME_PREFIX + obj.name)
+        text = bpy.data.texts.new(NAME_PREFIX + armature.name)
         text.write(EXPLANATION)
-    elif text.users > 1:  # shared with a duplicated rig: write to a copy
+    elif text.users > 1:  # shared with a duplicated armature: write to a copy
         text = text.copy()
         # the copy's bones own exactly what it holds now: should the other rig be deleted, its
         # store (orphaned, with the same keys) must not lend them what it gains later
@@ -109,50 +115,115 @@ def _own_text(obj, create):
                 if _entry(key, field) not in text:
                     text[_cleared(_entry(key, field))] = 1
     else:
-        if text.name != NAME_PREFIX + obj.name:  # follow a renamed rig (names are for people)
-            text.name = NAME_PREFIX + obj.name
+        _name_after(text, armature)  # follow a renamed armature
         return text
-    text.user_clear()  # the object's pointer is its only user, so it goes with the rig
-    text.name = NAME_PREFIX + obj.name
-    obj.joint_limits_data = text
+    text.user_clear()  # the armature's pointer is its only user, so it goes with the armature
+    _name_after(text, armature)
+    armature.joint_limits_data = text
     return text
 
 
-def _own_key(obj, settings, text):
+def _name_after(text, armature):
+    """Name the store after its armature (names are for people). Another armature's store
+    holding that name (Blender renames the original's armature on Shift+D) is renamed after
+    its own armature first."""
+    name = NAME_PREFIX + armature.name
+    if text.name == name:
+        return
+    other = bpy.data.texts.get(name)
+    if other is not None:
+        owner = next((a for a in bpy.data.armatures if a != armature and a.joint_limits_data == other), None)
+        if owner is not None and owner.name != armature.name:
+            other.name = NAME_PREFIX + owner.name
+    text.name = name
+
+
+def _own_key(armature, settings, text):
     """The bone's key, made unique: a bone duplicated in Edit Mode carries its source's key."""
     key = settings.data_key
     pointer = settings.as_pointer()
-    shared = key and any(pb.joint_limit.data_key == key and pb.joint_limit.as_pointer() != pointer for pb in obj.pose.bones)
+    shared = key and any(b.joint_limit.data_key == key and b.joint_limit.as_pointer() != pointer for b in armature.bones)
     if key and not shared:
         return key
     new = uuid.uuid4().hex[:16]
     for field in FIELDS:
-        holder = _holder(obj, key, field) if key else None
+        holder = _holder(armature, key, field) if key else None
         if holder is not None:
             text[_entry(new, field)] = holder[_entry(key, field)]
     settings.data_key = new
     return new
 
 
-def _adopt(obj, text, key):
+def _adopt(armature, text, key):
     """Copy the bone's entries that only an orphaned store holds into ``text`` (its own)."""
     for field in FIELDS:
-        holder = _holder(obj, key, field)
+        holder = _holder(armature, key, field)
         if holder is not None and holder != text:
             text[_entry(key, field)] = holder[_entry(key, field)]
 
 
 def adopt_all():
-    """Move every joined bone's entries into its rig's own store (before orphans are dropped)."""
-    for obj in bpy.data.objects:
-        if obj.type != "ARMATURE" or obj.pose is None or obj.library is not None:
-            continue
-        for pose_bone in obj.pose.bones:
-            settings = pose_bone.joint_limit
+    """Move every joined bone's entries into its armature's own store, then let unused
+    armatures (which a save drops) release their stores, so those are dropped with them."""
+    in_use = [a for a in bpy.data.armatures if a.users > 0 and a.library is None]
+    for armature in in_use:
+        for bone in armature.bones:
+            settings = bone.joint_limit
             key = settings.data_key
-            if key and any(_holder(obj, key, f) not in (None, obj.joint_limits_data) for f in FIELDS):
-                text = _own_text(obj, create=True)
-                _adopt(obj, text, _own_key(obj, settings, text))
+            if key and any(_holder(armature, key, f) not in (None, armature.joint_limits_data) for f in FIELDS):
+                text = _own_text(armature, create=True)
+                _adopt(armature, text, _own_key(armature, settings, text))
+    for armature in bpy.data.armatures:
+        if armature.users == 0 and armature.library is None and armature.joint_limits_data is not None:
+            armature.joint_limits_data = None
+
+
+def _registered(struct, create=False):
+    """The custom properties Blender keeps for add-ons on ``struct`` (5.0 keeps them apart from
+    the user's; before, they were one group). None when there are none."""
+    if hasattr(struct, "bl_system_properties_get"):
+        return struct.bl_system_properties_get(do_create=create)
+    return struct
+
+
+def adopt_pose_bone_settings():
+    """Files saved by development builds kept each bone's settings on its pose bone and the
+    store pointer on the object: move them to the bone and the armature (where nothing copies
+    them every frame) and remove the old properties. Returns how many bones were moved."""
+    moved = 0
+    for obj in bpy.data.objects:
+        if obj.type != "ARMATURE" or obj.pose is None or obj.library is not None or obj.data.library is not None:
+            continue
+        props = _registered(obj)
+        if props is not None and "joint_limits_data" in props:
+            store = props["joint_limits_data"]
+            if obj.data.joint_limits_data is None and isinstance(store, bpy.types.Text):
+                obj.data.joint_limits_data = store
+            del props["joint_limits_data"]
+        for pose_bone in obj.pose.bones:
+            props = _registered(pose_bone)
+            if props is None or "joint_limit" not in props:
+                continue
+            target = _registered(pose_bone.bone, create=True)
+            if "joint_limit" not in target:
+                target["joint_limit"] = {}
+            settings = target["joint_limit"]  # (reading the settings creates them, empty)
+            for name, value in props["joint_limit"].to_dict().items():
+                if name not in settings:
+                    settings[name] = value
+            del props["joint_limit"]
+            moved += 1
+    return moved
+
+
+@persistent
+def on_load_post(*_args):
+    try:
+        moved = adopt_pose_bone_settings()
+        if moved:
+            print(f"Joint Limits: moved the settings of {moved} bones from their pose bones to the bones")
+    except Exception as err:  # noqa: BLE001 - never raise into Blender
+        print(f"Joint Limits: could not read the settings of an older file ({err})")
 
 
 @persistent
@@ -163,16 +234,16 @@ def on_save_pre(*_args):
         print(f"Joint Limits: could not keep the data of joined bones ({err})")
 
 
-HANDLERS = ((bpy.app.handlers.save_pre, on_save_pre),)
+HANDLERS = ((bpy.app.handlers.save_pre, on_save_pre), (bpy.app.handlers.load_post, on_load_post))
 
 
 def register():
-    bpy.types.Object.joint_limits_data = bpy.props.PointerProperty(
-        type=bpy.types.Text, name="Joint Limits Data", description="Text block holding this rig's rotation clouds and fitted limits", options={"HIDDEN"}
+    bpy.types.Armature.joint_limits_data = bpy.props.PointerProperty(
+        type=bpy.types.Text, name="Joint Limits Data", description="Text block holding the rotation clouds and fitted limits of this armature's bones", options={"HIDDEN"}
     )
     install(HANDLERS, __name__)
 
 
 def unregister():
     uninstall(HANDLERS, __name__)
-    del bpy.types.Object.joint_limits_data
+    del bpy.types.Armature.joint_limits_data

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Clouds and fitted limits live in one hidden Text datablock per rig, not on the pose bones:
-every pose edit copies the object's pose (with its custom properties) for evaluation, and these
-can be megabytes per bone. The store must still behave like data on the bone: saved, undone,
-carried through renames, and copied (not shared) when a rig or a bone is duplicated."""
+"""Clouds and fitted limits live in one hidden Text datablock per armature, and the small
+settings on the bones, never on the pose bones: every pose edit copies the object's pose (with
+its custom properties) for evaluation, and live enforcement edits the pose every frame. The
+store must still behave like data on the bone: saved, undone, carried through renames, and
+copied (not shared) when a rig or a bone is duplicated."""
 
 import bpy
 import numpy as np
@@ -10,18 +11,30 @@ from rigs import fitted_rig, select_only
 
 
 def _entries(obj):
-    text = obj.joint_limits_data
+    text = obj.data.joint_limits_data
     return {} if text is None else {k: len(v) for k, v in text.items()}
 
 
-def test_pose_bones_keep_only_small_keys(clean_file, addon):
+def _registered_properties(struct):
+    """What Blender stores for add-on properties on ``struct`` (5.0 keeps them apart from the
+    user's custom properties)."""
+    if hasattr(struct, "bl_system_properties_get"):
+        return struct.bl_system_properties_get() or {}
+    return struct
+
+
+def test_bones_keep_only_small_keys_and_pose_bones_nothing(clean_file, addon):
     obj, pb, _ = fitted_rig(addon, model="sinus_texture")
-    # what Blender stores on the pose bone (5.0 keeps registered properties apart from custom ones)
-    stored = pb.bl_system_properties_get()["joint_limit"] if hasattr(pb, "bl_system_properties_get") else pb["joint_limit"]
+    pb.joint_limit.influence = 0.5  # a setting edited through the pose bone
+    for pose_bone in obj.pose.bones:  # copied on every re-evaluation of the pose: nothing of ours
+        assert "joint_limit" not in _registered_properties(pose_bone)
+        assert not pose_bone.keys()
+    stored = _registered_properties(pb.bone)["joint_limit"]
+    assert stored["influence"] == 0.5
     sizes = {k: len(v) if isinstance(v, str) else 0 for k, v in stored.items()}
     assert max(sizes.values()) < 64, sizes
     assert len(pb.joint_limit.limit_data) > 100_000  # a sinus texture: the big data is in the store
-    assert obj.joint_limits_data.name.startswith(".JointLimits")
+    assert obj.data.joint_limits_data.name.startswith(".JointLimits")
     assert sorted(_entries(obj)) == sorted(f"{pb.joint_limit.data_key}/{f}" for f in ("cloud", "limit"))
     assert pb.joint_limit.has_limit and pb.joint_limit.has_cloud
 
@@ -33,16 +46,16 @@ def test_duplicated_rig_gets_its_own_copy_when_written(clean_file, addon):
     with bpy.context.temp_override(selected_objects=[obj], selected_editable_objects=[obj], active_object=obj, object=obj):
         assert bpy.ops.object.duplicate() == {"FINISHED"}
     copy = next(o for o in bpy.data.objects if o != obj and o.type == "ARMATURE")
-    assert copy.joint_limits_data == obj.joint_limits_data  # shared until written
+    assert copy.data.joint_limits_data == obj.data.joint_limits_data  # shared until written
     assert copy.pose.bones["lower"].joint_limit.limit_data == before
 
     copy.pose.bones["lower"].joint_limit.limit_data = ""
-    assert copy.joint_limits_data != obj.joint_limits_data
-    assert copy.joint_limits_data.name == f".JointLimits {copy.name}"  # named after its rig
+    assert copy.data.joint_limits_data != obj.data.joint_limits_data
+    assert copy.data.joint_limits_data.name == f".JointLimits {copy.data.name}"  # named after its armature
     assert not copy.pose.bones["lower"].joint_limit.has_limit
     assert copy.pose.bones["lower"].joint_limit.has_cloud  # the rest of the store was copied
     assert pb.joint_limit.limit_data == before
-    assert obj.joint_limits_data.users == 1 and copy.joint_limits_data.users == 1
+    assert obj.data.joint_limits_data.users == 1 and copy.data.joint_limits_data.users == 1
 
 
 def test_bone_duplicated_in_edit_mode_stops_sharing_on_write(clean_file, addon):
@@ -142,3 +155,32 @@ def test_an_orphaned_store_never_brings_back_what_was_cleared(clean_file, addon)
     assert not copy.pose.bones["lower"].joint_limit.has_limit
     assert copy.pose.bones["lower"].joint_limit.has_cloud
     assert copy.pose.bones["upper"].joint_limit.has_cloud and not copy.pose.bones["upper"].joint_limit.has_limit
+
+
+def test_files_with_settings_on_pose_bones_are_moved_to_the_bones(clean_file, addon, tmp_path):
+    """Development builds kept the settings on the pose bones and the store pointer on the
+    object; opening such a file moves them, and the limit still works."""
+    obj, pb, _ = fitted_rig(addon)
+    pb.joint_limit.influence = 0.25
+    limit = addon.rig.storage.read_limit(pb)
+    # write the file the way those builds did
+    old = _registered_properties(pb.bone)["joint_limit"].to_dict()
+    del _registered_properties(pb.bone)["joint_limit"]
+    pose_props = pb.bl_system_properties_get(do_create=True) if hasattr(pb, "bl_system_properties_get") else pb
+    pose_props["joint_limit"] = old
+    obj_props = obj.bl_system_properties_get(do_create=True) if hasattr(obj, "bl_system_properties_get") else obj
+    obj_props["joint_limits_data"] = obj.data.joint_limits_data
+    obj.data.joint_limits_data = None
+    assert not pb.joint_limit.has_limit
+    path = str(tmp_path / "old.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+
+    obj = bpy.data.objects["Rig"]
+    pb = obj.pose.bones["lower"]
+    assert pb.joint_limit.influence == 0.25 and pb.joint_limit.has_limit and pb.joint_limit.has_cloud
+    assert obj.data.joint_limits_data is not None and obj.data.joint_limits_data.users == 1
+    assert "joint_limit" not in _registered_properties(pb)
+    assert "joint_limits_data" not in (_registered_properties(obj) or {})
+    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(3))
+    np.testing.assert_array_equal(addon.rig.storage.read_limit(pb).contains(probe), limit.contains(probe))

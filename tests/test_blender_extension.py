@@ -73,8 +73,8 @@ def test_unregister_removes_every_handler_class_and_property(tmp_path):
         after = ours()
         leftovers = [c for c in ("JOINTLIMITS_OT_fit", "JOINTLIMITS_PT_limit", "JointLimitSettings") if hasattr(bpy.types, c)]
         print("RESULT " + json.dumps(dict(before=before, after=after, leftovers=leftovers,
-              prop=hasattr(bpy.types.PoseBone, "joint_limit"), scene=hasattr(bpy.types.Scene, "joint_limits"),
-              store=hasattr(bpy.types.Object, "joint_limits_data"))))
+              prop=hasattr(bpy.types.PoseBone, "joint_limit") or hasattr(bpy.types.Bone, "joint_limit"),
+              scene=hasattr(bpy.types.Scene, "joint_limits"), store=hasattr(bpy.types.Armature, "joint_limits_data"))))
         """,
         tmp_path,
     )

@@ -282,7 +282,7 @@ def test_panels_register_and_live_status_reports_violation(clean_file, addon):
 
 def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, addon, tmp_path):
     """The model menu lists every registered model; each one works end to end in Blender."""
-    kinds = [item.identifier for item in bpy.types.PoseBone.bl_rna.properties["joint_limit"].fixed_type.properties["model"].enum_items]
+    kinds = [item.identifier for item in bpy.types.Bone.bl_rna.properties["joint_limit"].fixed_type.properties["model"].enum_items]
     assert {"euler_box", "box", "oriented_box", "ellipsoid", "kdop"} <= set(kinds)
     for kind in kinds:
         bpy.ops.wm.read_homefile(use_empty=True)
