@@ -526,6 +526,37 @@ def test_ellipsoid_model_projects_exactly_100x_outside():
     np.testing.assert_allclose(got, ellipsoid_by_bisection(local, p["scales"]), atol=1e-9)
 
 
+def test_ellipsoid_newton_rows_do_not_depend_on_their_batch():
+    """The Newton iteration gathers the rows still iterating as others stop: every row's result
+    must be bit for bit what it is alone (needle-like semi-axes spread the stopping steps)."""
+    rng = np.random.default_rng(24)
+    a = np.array([2.0, 0.05, 0.002])
+    directions = rng.normal(size=(600, 3))
+    y = directions * np.geomspace(0.01, 50.0, len(directions))[:, None] + (2.5, 0.0, 0.0)
+    y = y[np.sum((y / a) ** 2, axis=1) > 1.0]
+    batch = nearest_on_ellipsoid(y, a)
+    alone = np.concatenate([nearest_on_ellipsoid(row[None], a) for row in y])
+    assert np.array_equal(batch, alone)
+    per_row = nearest_on_ellipsoid(y, np.broadcast_to(a, y.shape))
+    assert np.array_equal(per_row, batch)
+    few = nearest_on_ellipsoid(y, a, iterations=2)  # stopped early: still the same per row
+    assert np.array_equal(few, np.concatenate([nearest_on_ellipsoid(row[None], a, iterations=2) for row in y]))
+
+
+def test_ellipsoid_fast_projection_equals_the_general_one():
+    """One ellipsoid and (n, 3) points take the by-component path; points with more leading
+    axes take the general one: the same results, points inside returned bit for bit."""
+    model = model_class("ellipsoid").fit(cloud(25))
+    shape = model._shapes()[0]
+    points = exp_map_from_quaternion(queries(26, 3000))
+    fast = model._project_shape(shape, points)
+    general = model._project_shape(shape, points[None])[0]
+    np.testing.assert_allclose(fast, general, rtol=0, atol=1e-13)
+    inside = np.all(general == points, axis=1)
+    assert 0 < inside.sum() < len(points)
+    assert np.array_equal(fast[inside], points[inside])
+
+
 # -- batching --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_stacked_models_equal_per_model_results(case):
