@@ -224,6 +224,11 @@ class EllipsoidLimit(ShapeLimit):
         return out.reshape(lead + (3,))
 
     @classmethod
+    def _shape_radius(cls, shape):
+        """The centre's distance plus the largest semi-axis."""
+        return np.linalg.norm(shape["position"], axis=-1) + np.max(shape["scales"], axis=-1)
+
+    @classmethod
     def _validate_shape(cls, shape):
         check_rotation_matrices(shape["rotation"], f"{cls.kind} limit: 'rotation'")
         if np.any(shape["scales"] <= 0):

@@ -245,6 +245,33 @@ def test_shapes_reaching_past_the_largest_expressible_rotation_stay_consistent(k
     assert np.abs(model.project(p) - p).max() <= 1e-9
 
 
+@pytest.mark.parametrize("kind", SHAPES)
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_shapes_inside_their_ball_skip_pulling_back_with_the_same_results(kind, mode, monkeypatch):
+    """Large projections skip ``_keep_in_ball`` for shapes whose bound lies inside the ball:
+    the bound holds every projected point, the results equal those of the full path, and a
+    shape reaching past the ball is never skipped."""
+    import limits.shape_limit as shape_limit
+
+    model = model_class(kind).fit(cloud(27), mode=mode)
+    q = queries(28, 3000)
+    shapes = model._shapes()
+    assert model._in_ball(shapes) == [True] * len(shapes)
+    fast = model._project(q)
+    for shape, p in zip(shapes, model._points(model.project(q)), strict=True):
+        assert np.all(np.linalg.norm(p, axis=-1) <= model._shape_radius(shape) + 1e-12)
+    monkeypatch.setattr(shape_limit, "IN_BALL_ROWS", 10**9)
+    full = model._project(q)
+    assert np.array_equal(fast[0], full[0]) and np.array_equal(fast[1], full[1])
+    # Data near 360 degree rotations (180 degree swings): the shape reaches past its ball.
+    rng = np.random.default_rng(29)
+    v = np.outer(rng.uniform(2.9, 3.1, 300), [1.0, 0.0, 0.0]) + rng.normal(size=(300, 3)) * 0.1
+    if mode == "FULL":
+        v *= 2.0
+    far = model_class(kind).fit(quaternion_from_exp_map(v), mode=mode)
+    assert not far._in_ball(far._shapes())[0]
+
+
 # -- exact nearest points in exp-map space ----------------------------------------------------------
 def fibonacci_sphere(n):
     i = np.arange(n) + 0.5
