@@ -64,14 +64,31 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
     return out
 
 
-def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS):
+def _row_sum(rows):
+    """``rows[0] + rows[1] + rows[2]`` for ``(k, n)``, ``k <= 3`` (missing rows count as zeros,
+    which leave every sum unchanged)."""
+    if len(rows) == 1:
+        return rows[0].copy()
+    out = rows[0] + rows[1]
+    if len(rows) == 3:
+        out += rows[2]
+    return out
+
+
+def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS, scale=None):
     """:func:`nearest_on_ellipsoid` on points as rows of components ``yt (3, n)``, semi-axes
-    ``a (3, 1)`` or ``(3, n)``; returns ``(3, n)``."""
+    ``a (3, 1)`` or ``(3, n)``; returns ``(3, n)``.
+
+    Also for points in a coordinate plane or on an axis: then ``yt``/``a`` hold only the
+    non-zero components (``(k, n)``, ``(k, 1)``) and ``scale`` is the smallest squared
+    semi-axis of all three; the zero components change no sum, so the results are the same."""
     a2 = a * a
     ay = np.abs(a * yt)
     lo = np.maximum((ay - a2).max(axis=0), 0.0)
-    hi = np.sqrt((ay * ay).sum(axis=0))
-    d = _newton(ay, a2, lo, hi, a2.min(axis=0), iterations) + a2
+    hi = np.sqrt(_row_sum(ay * ay))
+    if scale is None:
+        scale = a2.min(axis=0)
+    d = _newton(ay, a2, lo, hi, scale, iterations) + a2
     out = a2 * yt
     out /= d
     return out
@@ -97,11 +114,9 @@ def _newton(ay, a2, lo, hi, scale, iterations):
         d = t + a2
         r2 = np.divide(ay, d)
         r2 *= r2
-        s = r2[0] + r2[1]
-        s += r2[2]
+        s = _row_sum(r2)
         r2 /= d
-        slope = r2[0] + r2[1]
-        slope += r2[2]
+        slope = _row_sum(r2)
         lo = np.where(s > 1.0, t, lo)
         hi = np.where(s < 1.0, t, hi)
         step = np.sqrt(s)
@@ -148,33 +163,57 @@ def _newton(ay, a2, lo, hi, scale, iterations):
     return result
 
 
-def _project_columns(points, position, rotation, a):
+def _project_columns(points, position, rotation, shape_scales):
     """:meth:`EllipsoidLimit._project_shape` for one ellipsoid and points ``(n, 3)``, worked as
     rows of components: the frame product, the inside test and the write-back run on contiguous
     rows, and only the points outside are gathered (by index). Returns ``(n, 3)``, a transposed
     view of a ``(3, n)`` array (read by component downstream)."""
+    a = shape_scales
     columns = points.T
-    local = rotation.T @ (columns - position[:, None])
+    used = _used_components(points, position, rotation)
+    if used is not None:  # swing points (x, 0, z) or twist points (0, y, 0): a 2-D or 1-D problem
+        frame = rotation[np.ix_(used, used)]
+        position, a = position[used], a[used]
+    else:
+        used, frame = [0, 1, 2], rotation
+    local = np.empty((len(used), columns.shape[1]))
+    for row, i in enumerate(used):  # per component: broadcasting over a strided axis is slow
+        np.subtract(columns[i], position[row], out=local[row])
+    local = frame.T @ local
     # In the general path's order (np.sum of squares of ``local / a``).
     inside = local[0] / a[0]
     inside *= inside
-    for i in (1, 2):
-        term = local[i] / a[i]
+    for row in range(1, len(used)):
+        term = local[row] / a[row]
         term *= term
         inside += term
     outside = np.flatnonzero(inside > 1.0)  # (indices: masks of random bits select slowly)
-    out = np.array(columns)
+    out = np.array(columns, order="C")
     if outside.size:
-        nearest = np.empty((3, outside.size))
-        scales = a[:, None]
+        nearest = np.empty((len(used), outside.size))
+        scales, scale = a[:, None], np.min(shape_scales * shape_scales)
         for start in range(0, outside.size, CHUNK_ROWS):
             part = outside[start : start + CHUNK_ROWS]
-            nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales)
-        world = rotation @ nearest
+            nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
+        world = frame @ nearest
         world += position[:, None]
-        for i in range(3):
-            out[i][outside] = world[i]
+        for row, i in enumerate(used):
+            out[i][outside] = world[row]
     return out.T
+
+
+def _used_components(points, position, rotation):
+    """The non-zero components of swing points ``(x, 0, z)`` (``[0, 2]``) or twist points
+    ``(0, y, 0)`` (``[1]``) against an ellipsoid whose frame keeps the Y axis and that is
+    centred in the plane / on the axis (as fitted in SWING_TWIST mode); None otherwise. The
+    other components stay zero in the frame and on the way back."""
+    if np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
+        return None
+    if position[1] == 0.0 and not np.any(points[:, 1]):
+        return [0, 2]
+    if position[0] == 0.0 and position[2] == 0.0 and not np.any(points[:, 0]) and not np.any(points[:, 2]):
+        return [1]
+    return None
 
 
 @register_model

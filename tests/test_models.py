@@ -570,18 +570,22 @@ def test_ellipsoid_newton_rows_do_not_depend_on_their_batch():
     assert np.array_equal(few, np.concatenate([nearest_on_ellipsoid(row[None], a, iterations=2) for row in y]))
 
 
-def test_ellipsoid_fast_projection_equals_the_general_one():
-    """One ellipsoid and (n, 3) points take the by-component path; points with more leading
-    axes take the general one: the same results, points inside returned bit for bit."""
-    model = model_class("ellipsoid").fit(cloud(25))
-    shape = model._shapes()[0]
-    points = exp_map_from_quaternion(queries(26, 3000))
-    fast = model._project_shape(shape, points)
-    general = model._project_shape(shape, points[None])[0]
-    np.testing.assert_allclose(fast, general, rtol=0, atol=1e-13)
-    inside = np.all(general == points, axis=1)
-    assert 0 < inside.sum() < len(points)
-    assert np.array_equal(fast[inside], points[inside])
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_ellipsoid_fast_projection_equals_the_general_one(mode):
+    """One ellipsoid and (n, 3) points take the by-component path (in SWING_TWIST mode on the
+    swing plane's two components or the twist axis' one); points with more leading axes take
+    the general one: the same results, points inside returned bit for bit."""
+    model = model_class("ellipsoid").fit(cloud(25), mode=mode)
+    for shape, points in zip(model._shapes(), model._points(queries(26, 3000)), strict=True):
+        fast = model._project_shape(shape, points)
+        general = model._project_shape(shape, points[None])[0]
+        np.testing.assert_allclose(fast, general, rtol=0, atol=1e-13)
+        inside = np.all(general == points, axis=1)
+        assert 0 < inside.sum() < len(points)
+        assert np.array_equal(fast[inside], points[inside])
+        # Off the plane / axis: the three-component path, the same results.
+        moved = points + (1e-3, 1e-3, 1e-3)
+        np.testing.assert_allclose(model._project_shape(shape, moved), model._project_shape(shape, moved[None])[0], rtol=0, atol=1e-13)
 
 
 # -- batching --------------------------------------------------------------------------------------
