@@ -367,7 +367,8 @@ def _bone_axis_swing_twist_points(q):
 def _bone_axis_rotations(swing_points, twist_points):
     """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
     twist ``(cos(a / 2), 0, sin(a / 2), 0)`` from its tangent half-angle formula."""
-    swing = np.empty(swing_points.shape[:-1] + (4,))
+    # The swing's components as contiguous rows (4, ...): the products below read them whole.
+    swing = np.moveaxis(np.empty((4,) + swing_points.shape[:-1]), 0, -1)
     quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
     t = np.multiply(twist_points[..., 1], 0.25)
     np.tan(t, out=t)
@@ -380,7 +381,7 @@ def _bone_axis_rotations(swing_points, twist_points):
     s *= inv
     s += s
     a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
-    out = np.empty(swing.shape)
+    out = np.empty(swing_points.shape[:-1] + (4,))
     np.subtract(a * c, e * s, out=out[..., 0])
     np.subtract(b * c, d * s, out=out[..., 1])
     np.add(a * s, e * c, out=out[..., 2])
