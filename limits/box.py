@@ -40,6 +40,11 @@ class BoxLimit(ShapeLimit):
         return clamp_rows(points, shape["mins"], shape["maxs"])
 
     @classmethod
+    def _shape_radius(cls, shape):
+        """Distance of the farthest corner from the origin."""
+        return np.sqrt(np.sum(np.maximum(shape["mins"] ** 2, shape["maxs"] ** 2), axis=-1))
+
+    @classmethod
     def _validate_shape(cls, shape):
         if np.any(shape["mins"] > shape["maxs"]):
             raise ValueError(f"{cls.kind} limit: 'mins' must not exceed 'maxs'")

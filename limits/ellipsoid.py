@@ -60,32 +60,160 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
         stop = min(start + CHUNK_ROWS, len(y))
         yt = np.ascontiguousarray(y[start:stop].T)  # (3, n): sums over the axis become row additions
         a = scales[:, None] if scales.ndim == 1 else np.ascontiguousarray(scales[start:stop].T)
-        a2 = a * a
-        ay = np.abs(a * yt)
-        lo = np.maximum((ay - a2).max(axis=0), 0.0)
-        hi = np.sqrt((ay * ay).sum(axis=0))
-        scale = a2.min(axis=0)
-        t = lo.copy()
-        active = np.ones(len(t), dtype=bool)
-        for _ in range(iterations):
-            d = t + a2
-            r2 = ay / d
-            r2 *= r2
-            s = r2[0] + r2[1] + r2[2]
-            r2 /= d
-            slope = r2[0] + r2[1] + r2[2]
-            lo = np.where(s > 1.0, t, lo)
-            hi = np.where(s < 1.0, t, hi)
-            t_new = t + s * (np.sqrt(s) - 1.0) / slope
-            t_new = np.where((t_new >= lo) & (t_new <= hi), t_new, 0.5 * (lo + hi))
-            # A converged row keeps its value, so each row's result is independent of the batch.
-            t_new = np.where(active, t_new, t)
-            active &= np.abs(t_new - t) > 1e-13 * (t_new + scale)
-            t = t_new
-            if not active.any():
-                break
-        out[start:stop] = (a2 * yt / (t + a2)).T
+        out[start:stop] = _nearest_columns(yt, a, iterations).T
     return out
+
+
+def _row_sum(rows):
+    """``rows[0] + rows[1] + rows[2]`` for ``(k, n)``, ``k <= 3`` (missing rows count as zeros,
+    which leave every sum unchanged)."""
+    if len(rows) == 1:
+        return rows[0].copy()
+    out = rows[0] + rows[1]
+    if len(rows) == 3:
+        out += rows[2]
+    return out
+
+
+def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS, scale=None):
+    """:func:`nearest_on_ellipsoid` on points as rows of components ``yt (3, n)``, semi-axes
+    ``a (3, 1)`` or ``(3, n)``; returns ``(3, n)``.
+
+    Also for points in a coordinate plane or on an axis: then ``yt``/``a`` hold only the
+    non-zero components (``(k, n)``, ``(k, 1)``) and ``scale`` is the smallest squared
+    semi-axis of all three; the zero components change no sum, so the results are the same."""
+    a2 = a * a
+    ay = np.abs(a * yt)
+    lo = np.maximum((ay - a2).max(axis=0), 0.0)
+    hi = np.sqrt(_row_sum(ay * ay))
+    if scale is None:
+        scale = a2.min(axis=0)
+    d = _newton(ay, a2, lo, hi, scale, iterations) + a2
+    out = a2 * yt
+    out /= d
+    return out
+
+
+def _newton(ay, a2, lo, hi, scale, iterations):
+    """The root ``t (n,)`` of ``h`` (see :func:`nearest_on_ellipsoid`) for ``ay = |a y| (3, n)``,
+    ``a2 = a^2 (3, 1)`` or ``(3, n)``, the bracket ``lo``/``hi (n,)`` and ``scale = min(a^2)``.
+
+    Each row stops at the first step below ``1e-13`` relative and keeps that value. The rows
+    still iterating are gathered (by index) whenever a fifth of them has stopped, so a batch
+    costs about as many row steps as its rows need; rows that stopped but are not gathered out
+    yet keep their value by a masked copy. Every row runs the same arithmetic as alone.
+    """
+    per_row = a2.shape[1] > 1
+    if scale.shape != lo.shape:
+        scale = np.broadcast_to(scale, lo.shape)
+    result = lo.copy()
+    t = result
+    place = None  # rows of ``result`` that ``t`` holds (None: all, in order)
+    stopped = None  # rows of ``t`` that stopped but are still carried along
+    for _ in range(iterations):
+        d = t + a2
+        r2 = np.divide(ay, d)
+        r2 *= r2
+        s = _row_sum(r2)
+        r2 /= d
+        slope = _row_sum(r2)
+        lo = np.where(s > 1.0, t, lo)
+        hi = np.where(s < 1.0, t, hi)
+        step = np.sqrt(s)
+        step -= 1.0
+        step *= s
+        step /= slope
+        t_new = t + step
+        inside = (t_new >= lo) & (t_new <= hi)
+        if not inside.all():
+            t_new = np.where(inside, t_new, 0.5 * (lo + hi))
+        if stopped is not None:
+            np.copyto(t_new, t, where=stopped)
+        tol = t_new + scale
+        tol *= 1e-13
+        np.subtract(t_new, t, out=step)
+        np.abs(step, out=step)
+        active = step > tol
+        if stopped is not None:
+            active &= ~stopped
+        t = t_new
+        count = int(np.count_nonzero(active))
+        if count == 0:
+            break
+        if 5 * count <= 4 * len(t):  # gather the rows still iterating
+            if place is None:
+                result = t
+                keep = np.flatnonzero(active)
+                place = keep
+            else:
+                result[place] = t
+                keep = np.flatnonzero(active)
+                place = np.take(place, keep)
+            t, lo, hi = np.take(t, keep), np.take(lo, keep), np.take(hi, keep)
+            ay = np.take(ay, keep, axis=1)
+            scale = np.take(scale, keep)
+            if per_row:
+                a2 = np.take(a2, keep, axis=1)
+            stopped = None
+        elif count < len(t):
+            stopped = ~active
+    if place is None:
+        return t
+    result[place] = t
+    return result
+
+
+def _project_columns(points, position, rotation, shape_scales):
+    """:meth:`EllipsoidLimit._project_shape` for one ellipsoid and points ``(n, 3)``, worked as
+    rows of components: the frame product, the inside test and the write-back run on contiguous
+    rows, and only the points outside are gathered (by index). Returns ``(n, 3)``, a transposed
+    view of a ``(3, n)`` array (read by component downstream)."""
+    a = shape_scales
+    columns = points.T
+    used = _used_components(points, position, rotation)
+    if used is not None:  # swing points (x, 0, z) or twist points (0, y, 0): a 2-D or 1-D problem
+        frame = rotation[np.ix_(used, used)]
+        position, a = position[used], a[used]
+    else:
+        used, frame = [0, 1, 2], rotation
+    local = np.empty((len(used), columns.shape[1]))
+    for row, i in enumerate(used):  # per component: broadcasting over a strided axis is slow
+        np.subtract(columns[i], position[row], out=local[row])
+    local = frame.T @ local
+    # In the general path's order (np.sum of squares of ``local / a``).
+    inside = local[0] / a[0]
+    inside *= inside
+    for row in range(1, len(used)):
+        term = local[row] / a[row]
+        term *= term
+        inside += term
+    outside = np.flatnonzero(inside > 1.0)  # (indices: masks of random bits select slowly)
+    out = np.array(columns, order="C")
+    if outside.size:
+        nearest = np.empty((len(used), outside.size))
+        scales, scale = a[:, None], np.min(shape_scales * shape_scales)
+        for start in range(0, outside.size, CHUNK_ROWS):
+            part = outside[start : start + CHUNK_ROWS]
+            nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
+        world = frame @ nearest
+        world += position[:, None]
+        for row, i in enumerate(used):
+            out[i][outside] = world[row]
+    return out.T
+
+
+def _used_components(points, position, rotation):
+    """The non-zero components of swing points ``(x, 0, z)`` (``[0, 2]``) or twist points
+    ``(0, y, 0)`` (``[1]``) against an ellipsoid whose frame keeps the Y axis and that is
+    centred in the plane / on the axis (as fitted in SWING_TWIST mode); None otherwise. The
+    other components stay zero in the frame and on the way back."""
+    if np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
+        return None
+    if position[1] == 0.0 and not np.any(points[:, 1]):
+        return [0, 2]
+    if position[0] == 0.0 and position[2] == 0.0 and not np.any(points[:, 0]) and not np.any(points[:, 2]):
+        return [1]
+    return None
 
 
 @register_model
@@ -113,6 +241,9 @@ class EllipsoidLimit(ShapeLimit):
 
     @classmethod
     def _project_shape(cls, shape, points):
+        position, rotation, a = shape["position"], shape["rotation"], shape["scales"]
+        if np.ndim(points) == 2 and rotation.ndim == 2 and position.ndim == 1 and a.ndim == 1:
+            return _project_columns(points, position, rotation, a)
         rows, params, lead = flatten_rows(shape, points, _CORE_NDIMS)
         local = to_local(rows, params["position"], params["rotation"])
         a = params["scales"]
@@ -130,6 +261,11 @@ class EllipsoidLimit(ShapeLimit):
             nearest = nearest_on_ellipsoid(np.take(local, outside, axis=0), pick(a, 1))
             out[outside] = from_local(nearest, pick(params["position"], 1), pick(params["rotation"], 2))
         return out.reshape(lead + (3,))
+
+    @classmethod
+    def _shape_radius(cls, shape):
+        """The centre's distance plus the largest semi-axis."""
+        return np.linalg.norm(shape["position"], axis=-1) + np.max(shape["scales"], axis=-1)
 
     @classmethod
     def _validate_shape(cls, shape):

@@ -794,6 +794,13 @@ class KDopLimit(ShapeLimit):
         return out.reshape(lead + (3,))
 
     @classmethod
+    def _shape_radius(cls, shape):
+        """The centre's distance plus the farthest corner of the box of the three primary slabs
+        (which holds the k-DOP), in its frame."""
+        bounds = np.maximum(shape["mins"][..., :3] ** 2, shape["maxs"][..., :3] ** 2)
+        return np.linalg.norm(shape["position"], axis=-1) + np.sqrt(np.sum(bounds, axis=-1))
+
+    @classmethod
     def _validate_shape(cls, shape):
         check_rotation_matrices(shape["rotation"], f"{cls.kind} limit: 'rotation'")
         if np.any(shape["mins"] > shape["maxs"]):

@@ -63,6 +63,12 @@ class OrientedBoxLimit(ShapeLimit):
         return select_rows(outside, from_local(clamped, shape["position"], shape["rotation"]), points)
 
     @classmethod
+    def _shape_radius(cls, shape):
+        """The centre's distance plus the farthest corner's distance from the centre."""
+        reach = np.sqrt(np.sum(np.maximum(shape["mins"] ** 2, shape["maxs"] ** 2), axis=-1))
+        return np.linalg.norm(shape["position"], axis=-1) + reach
+
+    @classmethod
     def _validate_shape(cls, shape):
         check_rotation_matrices(shape["rotation"], f"{cls.kind} limit: 'rotation'")
         if np.any(shape["mins"] > shape["maxs"]):

@@ -77,6 +77,13 @@ CONTAINS_TOLERANCE = 1e-9
 #: Rows per batch of a large projection: a batch's per-row temporaries stay in the CPU cache.
 CHUNK_ROWS = 16384
 
+#: Projections of at least this many rows first check whether each shape lies inside its ball
+#: (see :func:`_keep_in_ball`), to skip that step.
+IN_BALL_ROWS = 1024
+
+#: Margin (radians) between a shape's bound and its ball, far above the rounding of the points.
+BALL_MARGIN = 1e-9
+
 
 # -- small shared helpers -----------------------------------------------------------------------
 def finite_rows(q):
@@ -360,7 +367,8 @@ def _bone_axis_swing_twist_points(q):
 def _bone_axis_rotations(swing_points, twist_points):
     """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
     twist ``(cos(a / 2), 0, sin(a / 2), 0)`` from its tangent half-angle formula."""
-    swing = np.empty(swing_points.shape[:-1] + (4,))
+    # The swing's components as contiguous rows (4, ...): the products below read them whole.
+    swing = np.moveaxis(np.empty((4,) + swing_points.shape[:-1]), 0, -1)
     quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
     t = np.multiply(twist_points[..., 1], 0.25)
     np.tan(t, out=t)
@@ -373,7 +381,7 @@ def _bone_axis_rotations(swing_points, twist_points):
     s *= inv
     s += s
     a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
-    out = np.empty(swing.shape)
+    out = np.empty(swing_points.shape[:-1] + (4,))
     np.subtract(a * c, e * s, out=out[..., 0])
     np.subtract(b * c, d * s, out=out[..., 1])
     np.add(a * s, e * c, out=out[..., 2])
@@ -445,15 +453,32 @@ class ShapeLimit(MovedProjection, LimitModel):
         q = as_quaternions(q)
         shapes = self._shapes()
         size = q.size // 4
+        # Shapes lying well inside their ball skip ``_keep_in_ball`` (its test costs about as
+        # much as a box's projection); the bound is worth computing for large inputs only.
+        in_ball = self._in_ball(shapes) if size >= IN_BALL_ROWS else None
         if size > CHUNK_ROWS and self._unbatched():
             flat = q.reshape(-1, 4)
             out = np.empty(flat.shape)
             moved = np.empty(len(flat), dtype=bool)
             for start in range(0, size, CHUNK_ROWS):
                 stop = min(start + CHUNK_ROWS, size)
-                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes)
+                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes, in_ball)
             return out.reshape(q.shape), moved.reshape(q.shape[:-1])
-        return self._project_rows(q, shapes)
+        return self._project_rows(q, shapes, in_ball)
+
+    def _radii(self):
+        """The radius of the ball holding each shape's points: an exp map's norm is below 2 pi,
+        a swing's at most pi (see :func:`_keep_in_ball`)."""
+        return (2.0 * np.pi,) if self.config["mode"] == "FULL" else (np.pi, 2.0 * np.pi)
+
+    def _in_ball(self, shapes):
+        """Per shape: True when the whole shape lies inside the ball of :func:`_keep_in_ball`
+        (with a margin far above rounding), so no projected point can need pulling back."""
+        flags = []
+        for shape, radius in zip(shapes, self._radii(), strict=True):
+            bound = self._shape_radius(shape)
+            flags.append(bool(np.all(np.isfinite(bound)) and np.all(bound < radius - 1e-6 - BALL_MARGIN)))
+        return flags
 
     def _unbatched(self):
         """No parameter has a leading (bone) axis."""
@@ -461,7 +486,7 @@ class ShapeLimit(MovedProjection, LimitModel):
             return False
         return all(self.params[name].ndim == len(core) for name, core in self.SHAPE_PARAMS.items())
 
-    def _project_rows(self, q, shapes):
+    def _project_rows(self, q, shapes, in_ball=None):
         finite = None
         safe = q
         if not np.isfinite(q).all():
@@ -476,10 +501,12 @@ class ShapeLimit(MovedProjection, LimitModel):
             twist[..., 0] = 0.0
             twist[..., 2] = 0.0
             projected = [swing, twist]
-            radii = (np.pi, 2.0 * np.pi)
-        else:
-            radii = (2.0 * np.pi,)
-        projected = [_keep_in_ball(self, shape, p, r) for shape, p, r in zip(shapes, projected, radii, strict=True)]
+        if in_ball is None:
+            in_ball = [False] * len(shapes)
+        projected = [
+            p if inside else _keep_in_ball(self, shape, p, r)
+            for shape, p, r, inside in zip(shapes, projected, self._radii(), in_ball, strict=True)
+        ]
         moved = np.zeros((), dtype=bool)
         for p, p_new in zip(points, projected, strict=True):
             moved = moved | rows_differ(p_new, p)
@@ -577,6 +604,12 @@ class ShapeLimit(MovedProjection, LimitModel):
     @classmethod
     def _project_shape(cls, shape, points):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def _shape_radius(cls, shape):
+        """An upper bound ``(...,)`` of ``|p|`` over the points ``p`` of a shape (its parameters
+        may have leading axes); ``inf`` when unknown."""
+        return np.inf
 
     @classmethod
     def _validate_shape(cls, shape):

@@ -245,6 +245,33 @@ def test_shapes_reaching_past_the_largest_expressible_rotation_stay_consistent(k
     assert np.abs(model.project(p) - p).max() <= 1e-9
 
 
+@pytest.mark.parametrize("kind", SHAPES)
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_shapes_inside_their_ball_skip_pulling_back_with_the_same_results(kind, mode, monkeypatch):
+    """Large projections skip ``_keep_in_ball`` for shapes whose bound lies inside the ball:
+    the bound holds every projected point, the results equal those of the full path, and a
+    shape reaching past the ball is never skipped."""
+    import limits.shape_limit as shape_limit
+
+    model = model_class(kind).fit(cloud(27), mode=mode)
+    q = queries(28, 3000)
+    shapes = model._shapes()
+    assert model._in_ball(shapes) == [True] * len(shapes)
+    fast = model._project(q)
+    for shape, p in zip(shapes, model._points(model.project(q)), strict=True):
+        assert np.all(np.linalg.norm(p, axis=-1) <= model._shape_radius(shape) + 1e-12)
+    monkeypatch.setattr(shape_limit, "IN_BALL_ROWS", 10**9)
+    full = model._project(q)
+    assert np.array_equal(fast[0], full[0]) and np.array_equal(fast[1], full[1])
+    # Data near 360 degree rotations (180 degree swings): the shape reaches past its ball.
+    rng = np.random.default_rng(29)
+    v = np.outer(rng.uniform(2.9, 3.1, 300), [1.0, 0.0, 0.0]) + rng.normal(size=(300, 3)) * 0.1
+    if mode == "FULL":
+        v *= 2.0
+    far = model_class(kind).fit(quaternion_from_exp_map(v), mode=mode)
+    assert not far._in_ball(far._shapes())[0]
+
+
 # -- exact nearest points in exp-map space ----------------------------------------------------------
 def fibonacci_sphere(n):
     i = np.arange(n) + 0.5
@@ -524,6 +551,41 @@ def test_ellipsoid_model_projects_exactly_100x_outside():
     points = from_local(local, p["position"], p["rotation"])
     got = to_local(model._project_shape(model._shapes()[0], points), p["position"], p["rotation"])
     np.testing.assert_allclose(got, ellipsoid_by_bisection(local, p["scales"]), atol=1e-9)
+
+
+def test_ellipsoid_newton_rows_do_not_depend_on_their_batch():
+    """The Newton iteration gathers the rows still iterating as others stop: every row's result
+    must be bit for bit what it is alone (needle-like semi-axes spread the stopping steps)."""
+    rng = np.random.default_rng(24)
+    a = np.array([2.0, 0.05, 0.002])
+    directions = rng.normal(size=(600, 3))
+    y = directions * np.geomspace(0.01, 50.0, len(directions))[:, None] + (2.5, 0.0, 0.0)
+    y = y[np.sum((y / a) ** 2, axis=1) > 1.0]
+    batch = nearest_on_ellipsoid(y, a)
+    alone = np.concatenate([nearest_on_ellipsoid(row[None], a) for row in y])
+    assert np.array_equal(batch, alone)
+    per_row = nearest_on_ellipsoid(y, np.broadcast_to(a, y.shape))
+    assert np.array_equal(per_row, batch)
+    few = nearest_on_ellipsoid(y, a, iterations=2)  # stopped early: still the same per row
+    assert np.array_equal(few, np.concatenate([nearest_on_ellipsoid(row[None], a, iterations=2) for row in y]))
+
+
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_ellipsoid_fast_projection_equals_the_general_one(mode):
+    """One ellipsoid and (n, 3) points take the by-component path (in SWING_TWIST mode on the
+    swing plane's two components or the twist axis' one); points with more leading axes take
+    the general one: the same results, points inside returned bit for bit."""
+    model = model_class("ellipsoid").fit(cloud(25), mode=mode)
+    for shape, points in zip(model._shapes(), model._points(queries(26, 3000)), strict=True):
+        fast = model._project_shape(shape, points)
+        general = model._project_shape(shape, points[None])[0]
+        np.testing.assert_allclose(fast, general, rtol=0, atol=1e-13)
+        inside = np.all(general == points, axis=1)
+        assert 0 < inside.sum() < len(points)
+        assert np.array_equal(fast[inside], points[inside])
+        # Off the plane / axis: the three-component path, the same results.
+        moved = points + (1e-3, 1e-3, 1e-3)
+        np.testing.assert_allclose(model._project_shape(shape, moved), model._project_shape(shape, moved[None])[0], rtol=0, atol=1e-13)
 
 
 # -- batching --------------------------------------------------------------------------------------
