@@ -670,7 +670,11 @@ def _interpolate(corners, f):
 def _packed_interpolate(corners, fraction):
     """``(4, R)`` float64: trilinear interpolation (float32) of the packed corner quadruples
     ``corners (8, R, 4)`` at ``fraction (3, R)``."""
-    f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
+    # The fractions once per channel: four strided float32 copies (about twice as fast as
+    # np.repeat, which is a generic byte loop).
+    f = np.empty(fraction.shape + (4,), dtype=np.float32)
+    for channel in range(4):
+        f[..., channel] = fraction
     return _interpolate(corners, f).T.astype(float, order="C")
 
 
