@@ -604,9 +604,11 @@ class _Geometry:
             np.minimum(x, self.upper, out=x)
 
     def cell(self, x):
-        """``(index (8, R), fraction (3, R), corner (3, R))``: flat node index of the 8 corners of
-        each point's cell (:data:`_CORNERS` order), the point's position in the cell (0..1 per
-        axis) and the cell's first corner in node units (floats)."""
+        """``(index, fraction (3, R), corner (3, R))``: the corners of each point's cell (for
+        :func:`_gather`), the point's position in the cell (0..1 per axis) and the cell's first
+        corner in node units (floats). ``index`` is the ``(R,)`` flat node index of each cell's
+        first corner when no axis is closed (the others are at fixed offsets from it), else the
+        ``(8, R)`` flat node indices of the 8 corners (:data:`_CORNERS` order)."""
         n = self.n
         u = x - self.lower
         u *= self.inverse
@@ -622,7 +624,7 @@ class _Geometry:
             base = flat.astype(np.intp)
             if self.base is not None:
                 base += self.base
-            return base + _corner_offsets(n)[:, None], u, i0
+            return base, u, i0
         c = np.broadcast_to(self.closed, u.shape)
         u = np.where(c, np.mod(u, n), np.clip(u, 0.0, n - 1.0))
         i0 = np.minimum(np.floor(u), n - 1.0).astype(np.intp)
@@ -647,9 +649,17 @@ class _Geometry:
         return f, ok.all(axis=0)
 
 
-def _corner_offsets(n):
-    """``(8,)`` flat offsets of the cell corners from corner ``(0, 0, 0)`` on a grid of ``n``."""
-    return np.array([(di * n + dj) * n + dk for di, dj, dk in _CORNERS], dtype=np.intp)
+def _gather(table, index, n):
+    """``(8, R)``: the flat node ``table`` at the cell corners ``index`` (:meth:`_Geometry.cell`)
+    of a grid of ``n``. First corners ``(R,)``: one gather per corner from the table shifted by
+    that corner's offset, with the same index array (no ``(8, R)`` index array to build and
+    read; ``mode="clip"`` never clips, a cell's last corner is in the table)."""
+    if index.ndim == 2:
+        return table.take(index)
+    out = np.empty((8, len(index)), dtype=table.dtype)
+    for k, (di, dj, dk) in enumerate(_CORNERS):
+        table[(di * n + dj) * n + dk :].take(index, out=out[k], mode="clip")
+    return out
 
 
 def _interpolate(corners, f):
@@ -1005,7 +1015,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
 
     def _phi_cell(self, cell):
         """Trilinear ``phi (R,)`` (float64) in the cells ``cell`` (from :meth:`_Geometry.cell`)."""
-        return _interpolate(self._table_cache()[0].take(cell[0]), cell[1])
+        return _interpolate(_gather(self._table_cache()[0], cell[0], self.config["resolution"]), cell[1])
 
     def _packed_cell(self, cell):
         """``(4, R)`` float64: trilinear ``phi`` and gradient from the float32 table in the cells
@@ -1013,8 +1023,8 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         return _packed_interpolate(self._packed_corners(cell[0]), cell[1])
 
     def _packed_corners(self, index):
-        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the corners ``index (8, R)``."""
-        return self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
+        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the cell corners ``index`` (:meth:`_Geometry.cell`)."""
+        return _gather(self._table_cache()[1], index, self.config["resolution"]).view(np.float32).reshape(8, -1, 4)
 
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
@@ -1192,7 +1202,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         index, fraction, corner = ga.cell(xa)
         packed = self._packed_corners(index)
         # float64 corner phi: the float32 ones widened when they are exact, else a second gather
-        corners = packed[..., 0].astype(float) if self._table_cache()[3] else self._table_cache()[0].take(index)
+        corners = packed[..., 0].astype(float) if self._table_cache()[3] else _gather(self._table_cache()[0], index, self.config["resolution"])
         pa = _interpolate(corners, fraction)
         if frozen is not None and active is None:
             pa[frozen] = 0.0
