@@ -110,10 +110,13 @@ twice the grid; derived, never stored) and, if the fallback is ever needed, the 
 node of every node.
 
 Projection runs in chunks of :data:`CHUNK_ROWS` rows with the points laid out axes first. One
-16-byte gather per cell corner fetches float32 ``phi`` and gradient; float32 ``phi`` only decides
-where it cannot be wrong (its error is bounded, and rows near the tolerance are looked up in
-float64) and gives the first step's length. The second step's length and the test after it use
-the float64 grid, so results meet the same ``phi <= tolerance / 2``. Rows still outside after
+16-byte gather per cell corner fetches float32 ``phi`` and gradient (on open grids each corner is
+gathered from the table shifted by its offset, with the cells' first-corner index); float32
+``phi`` only decides where it cannot be wrong (its error is bounded, and rows near the tolerance
+are looked up in float64) and gives the first step's length. The second step's length and the
+test after it use the float64 grid, so results meet the same ``phi <= tolerance / 2``; most rows
+are inside after the first step, so the second gathers the gradient only for the rows it still
+moves. Rows still outside after
 the two steps are finished together after the last chunk. Rows beyond the grid box on all three
 (open) axes are clamped onto one of its 8 corners, so they all have that corner's projection:
 when they are more than an eighth of a chunk, it is taken from a per-model cache of the 8
