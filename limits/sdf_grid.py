@@ -110,10 +110,13 @@ twice the grid; derived, never stored) and, if the fallback is ever needed, the 
 node of every node.
 
 Projection runs in chunks of :data:`CHUNK_ROWS` rows with the points laid out axes first. One
-16-byte gather per cell corner fetches float32 ``phi`` and gradient; float32 ``phi`` only decides
-where it cannot be wrong (its error is bounded, and rows near the tolerance are looked up in
-float64) and gives the first step's length. The second step's length and the test after it use
-the float64 grid, so results meet the same ``phi <= tolerance / 2``. Rows still outside after
+16-byte gather per cell corner fetches float32 ``phi`` and gradient (on open grids each corner is
+gathered from the table shifted by its offset, with the cells' first-corner index); float32
+``phi`` only decides where it cannot be wrong (its error is bounded, and rows near the tolerance
+are looked up in float64) and gives the first step's length. The second step's length and the
+test after it use the float64 grid, so results meet the same ``phi <= tolerance / 2``; most rows
+are inside after the first step, so the second gathers the gradient only for the rows it still
+moves. Rows still outside after
 the two steps are finished together after the last chunk. Rows beyond the grid box on all three
 (open) axes are clamped onto one of its 8 corners, so they all have that corner's projection:
 when they are more than an eighth of a chunk, it is taken from a per-model cache of the 8
@@ -604,9 +607,11 @@ class _Geometry:
             np.minimum(x, self.upper, out=x)
 
     def cell(self, x):
-        """``(index (8, R), fraction (3, R), corner (3, R))``: flat node index of the 8 corners of
-        each point's cell (:data:`_CORNERS` order), the point's position in the cell (0..1 per
-        axis) and the cell's first corner in node units (floats)."""
+        """``(index, fraction (3, R), corner (3, R))``: the corners of each point's cell (for
+        :func:`_gather`), the point's position in the cell (0..1 per axis) and the cell's first
+        corner in node units (floats). ``index`` is the ``(R,)`` flat node index of each cell's
+        first corner when no axis is closed (the others are at fixed offsets from it), else the
+        ``(8, R)`` flat node indices of the 8 corners (:data:`_CORNERS` order)."""
         n = self.n
         u = x - self.lower
         u *= self.inverse
@@ -622,7 +627,7 @@ class _Geometry:
             base = flat.astype(np.intp)
             if self.base is not None:
                 base += self.base
-            return base + _corner_offsets(n)[:, None], u, i0
+            return base, u, i0
         c = np.broadcast_to(self.closed, u.shape)
         u = np.where(c, np.mod(u, n), np.clip(u, 0.0, n - 1.0))
         i0 = np.minimum(np.floor(u), n - 1.0).astype(np.intp)
@@ -647,9 +652,17 @@ class _Geometry:
         return f, ok.all(axis=0)
 
 
-def _corner_offsets(n):
-    """``(8,)`` flat offsets of the cell corners from corner ``(0, 0, 0)`` on a grid of ``n``."""
-    return np.array([(di * n + dj) * n + dk for di, dj, dk in _CORNERS], dtype=np.intp)
+def _gather(table, index, n):
+    """``(8, R)``: the flat node ``table`` at the cell corners ``index`` (:meth:`_Geometry.cell`)
+    of a grid of ``n``. First corners ``(R,)``: one gather per corner from the table shifted by
+    that corner's offset, with the same index array (no ``(8, R)`` index array to build and
+    read; ``mode="clip"`` never clips, a cell's last corner is in the table)."""
+    if index.ndim == 2:
+        return table.take(index)
+    out = np.empty((8, len(index)), dtype=table.dtype)
+    for k, (di, dj, dk) in enumerate(_CORNERS):
+        table[(di * n + dj) * n + dk :].take(index, out=out[k], mode="clip")
+    return out
 
 
 def _interpolate(corners, f):
@@ -670,7 +683,11 @@ def _interpolate(corners, f):
 def _packed_interpolate(corners, fraction):
     """``(4, R)`` float64: trilinear interpolation (float32) of the packed corner quadruples
     ``corners (8, R, 4)`` at ``fraction (3, R)``."""
-    f = np.repeat(fraction.astype(np.float32), 4, axis=1).reshape(3, -1, 4)
+    # The fractions once per channel: four strided float32 copies (about twice as fast as
+    # np.repeat, which is a generic byte loop).
+    f = np.empty(fraction.shape + (4,), dtype=np.float32)
+    for channel in range(4):
+        f[..., channel] = fraction
     return _interpolate(corners, f).T.astype(float, order="C")
 
 
@@ -932,13 +949,10 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         return out
 
     def _table_cache(self):
-        """``(phi, packed, margin, exact)``: ``phi (bones * n^3,)`` float64 (the stored grid,
-        flat); ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi,
-        d/dx, d/dy, d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds
-        the difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``;
-        ``exact``: the float32 ``phi`` in ``packed`` equals ``phi`` (the grid is kept at float32
-        precision, :attr:`SINGLE_PRECISION`), so corner values gathered from ``packed`` are the
-        float64 grid's."""
+        """``(phi, packed, margin)``: ``phi (bones * n^3,)`` float64 (the stored grid, flat);
+        ``packed (bones * n^3,)`` complex128, each item the float32 quadruple ``(phi, d/dx, d/dy,
+        d/dz)`` of a node, so one 16-byte gather fetches all four; ``margin`` bounds the
+        difference between trilinear ``phi`` from ``packed`` (float32) and from ``phi``."""
         if self._table is None:
             phi = np.ascontiguousarray(self.params["phi"], dtype=float).ravel()
             packed = np.empty((len(phi), 4), dtype=np.float32)
@@ -948,8 +962,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
             # |phi|, see _interpolate); twice that for safety.
             scale = float(np.max(np.abs(phi))) if len(phi) else 0.0
             margin = 64.0 * float(np.finfo(np.float32).eps) * max(scale, 1e-30)
-            exact = bool(np.array_equal(packed[:, 0], phi))
-            self._table = (phi, packed.view(np.complex128).ravel(), margin, exact)
+            self._table = (phi, packed.view(np.complex128).ravel(), margin)
         return self._table
 
     def _geometry(self, bone):
@@ -1001,7 +1014,7 @@ class SdfGridLimit(RowsPerBone, LimitModel):
 
     def _phi_cell(self, cell):
         """Trilinear ``phi (R,)`` (float64) in the cells ``cell`` (from :meth:`_Geometry.cell`)."""
-        return _interpolate(self._table_cache()[0].take(cell[0]), cell[1])
+        return _interpolate(_gather(self._table_cache()[0], cell[0], self.config["resolution"]), cell[1])
 
     def _packed_cell(self, cell):
         """``(4, R)`` float64: trilinear ``phi`` and gradient from the float32 table in the cells
@@ -1009,8 +1022,8 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         return _packed_interpolate(self._packed_corners(cell[0]), cell[1])
 
     def _packed_corners(self, index):
-        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the corners ``index (8, R)``."""
-        return self._table_cache()[1].take(index).view(np.float32).reshape(8, -1, 4)
+        """``(8, R, 4)`` float32 ``(phi, gradient)`` at the cell corners ``index`` (:meth:`_Geometry.cell`)."""
+        return _gather(self._table_cache()[1], index, self.config["resolution"]).view(np.float32).reshape(8, -1, 4)
 
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
@@ -1186,15 +1199,26 @@ class SdfGridLimit(RowsPerBone, LimitModel):
         active = None if moved is None else np.flatnonzero(moved)
         xa, ga = (x, geo) if active is None else (x[:, active], geo.rows(active))
         index, fraction, corner = ga.cell(xa)
-        packed = self._packed_corners(index)
-        # float64 corner phi: the float32 ones widened when they are exact, else a second gather
-        corners = packed[..., 0].astype(float) if self._table_cache()[3] else self._table_cache()[0].take(index)
+        corners = _gather(self._table_cache()[0], index, self.config["resolution"])
         pa = _interpolate(corners, fraction)
         if frozen is not None and active is None:
             pa[frozen] = 0.0
-        moved = _step(xa, pa, _packed_interpolate(packed, fraction)[1:], ga, 0.0)
+        # Most rows are inside after the first step (about nine in ten of uniformly random
+        # rotations): the gradient is only gathered and interpolated for the rows step 2 moves.
+        want = pa > 0.5 * CONTAINS_TOLERANCE
+        count = int(np.count_nonzero(want))
+        if 10 * count >= 9 * len(pa) and not ga.any_closed:
+            moved = _step(xa, pa, _packed_interpolate(self._packed_corners(index), fraction)[1:], ga, 0.0)
+            again = None if moved is None else np.flatnonzero(moved)
+        else:
+            again = np.flatnonzero(want)
+            if count:
+                xs, gs = xa[:, again], ga.rows(again)
+                moved = _step(xs, pa[again], _packed_interpolate(self._packed_corners(index[..., again]), fraction[:, again])[1:], gs, 0.0)
+                xa[:, again] = xs
+                if moved is not None:
+                    again = again[moved]
         # phi where step 2 moved, from the same corners while the point stays in its cell
-        again = None if moved is None else np.flatnonzero(moved)
         if again is None:
             pa = self._phi_after(xa, ga, corners, corner)
         elif len(again):

@@ -209,6 +209,30 @@ def test_single_rotation_and_batch_shapes(ball):
     np.testing.assert_allclose(ball.project(q.reshape(4, 6, 4)).reshape(-1, 4), ball.project(q), atol=1e-12)
 
 
+def test_projection_does_not_depend_on_the_batch(ball):
+    # The chunk steps take different paths by what share of a batch moves (all rows with zero
+    # steps for the others, or a gathered subset; in step 2 the gradient only for the rows that
+    # still move). One rotation alone and the same rotation among many must project the same,
+    # on open grids and with a closed (ZYZ) axis.
+    t = np.linspace(0.0, 1.0, 400)
+    angles = np.stack((2 * np.pi * t, 1.2 + 0.1 * np.sin(12 * np.pi * t), 0.5 + 0.1 * np.cos(8 * np.pi * t)), axis=-1)
+    zyz = SdfGridLimit.fit(quaternion_from_zyz(angles), space="ZYZ", epsilon=0.1, padding=0.0)
+    rng = np.random.default_rng(16)
+    near = {
+        "ball": quaternion_from_exp_map(rng.normal(size=(150, 3)) * 0.5),
+        "zyz": quaternion_from_zyz(angles[rng.integers(0, len(angles), 150)] + rng.normal(size=(150, 3)) * 0.15),
+    }
+    for model, name in ((ball, "ball"), (zyz, "zyz")):
+        q = np.concatenate((quaternion_random(150, rng), near[name]))
+        inside = model.contains(q)
+        assert inside.sum() > 10 and (~inside).sum() > 100
+        batch = model.project(q)
+        alone = np.array([model.project(row) for row in q])
+        np.testing.assert_allclose(batch, alone, atol=1e-12)
+        assert np.array_equal(batch[inside], q[inside])
+        assert model.contains(batch).all()
+
+
 # -- a non-convex C --------------------------------------------------------------------------------------
 def test_c_shape_projection_never_crosses_the_gap(arc):
     # Points in the opening at polar angles +-5..25 degrees, radius 0.8 (the arms end at +-40).
