@@ -43,7 +43,7 @@ There is no SWING_TWIST mode.
 
 import numpy as np
 
-from .constants import EULER_ORDERS, IDENTITY_QUATERNION
+from .constants import EPS, EULER_ORDERS, IDENTITY_QUATERNION
 from .model import LimitModel, MovedProjection, register_model
 from .quaternion import (
     as_quaternions,
@@ -106,6 +106,269 @@ def circular_ranges(angles, padding):
     return np.where(full, -np.pi, mins), np.where(full, np.pi, maxs)
 
 
+# -- the fast kernel ---------------------------------------------------------------------------------
+# Rows are handled in chunks of CHUNK_ROWS, each as contiguous per-component arrays (numpy's
+# transcendentals lose their SIMD path on strided data). The Euler angles come straight from the
+# quaternion for the configured order (the entries of Blender's matrix, all scaled by |q|^2 / 2,
+# which atan2 and the gimbal-lock threshold do not mind), the inside test is a circular distance
+# to each arc's middle, and only rotations outside are clamped and turned back into quaternions
+# (half angles by one tangent). Rows with a non-finite, tiny or huge norm go through the
+# reference maths (:meth:`EulerBoxLimit._reference_project`), which is the original
+# implementation.
+
+#: Rows per batch: the temporaries of one batch stay in the cache.
+CHUNK_ROWS = 16384
+
+#: Squared norms the kernel takes; others (NaN, inf, below ``EPS``, overflowing) go the
+#: reference way. A little inside ``EPS`` so the two never disagree at the border.
+_NORM2_LOW = 4.0 * EPS * EPS
+_NORM2_HIGH = 1e150
+
+#: Rows with ``cos(middle angle)`` at or below this, near gimbal lock, go the reference way:
+#: the first and last angles are ill-conditioned there (an error of ``eps / cos``), so only the
+#: reference's own arithmetic reproduces its angles. Elsewhere the two agree to ~1e-13 rad. Few
+#: rows: about ``NEAR_LOCK^2 / 2`` of uniformly random rotations.
+_NEAR_LOCK = 1e-2
+
+
+class _Arcs:
+    """Each axis's arc as its middle ``mid_*`` and half width ``half_*`` (``inf`` for a full
+    turn, ``-inf`` for none), in the order's slots ``i, j, k``. ``far_i``/``far_k`` are
+    ``pi - half``: the alternative triple's angle is the primary one plus pi, so it is inside
+    when the primary one is at least that far from the middle. ``mid_j2`` is the middle of the
+    arc that the alternative middle angle ``pi - tj`` must lie in, reflected onto ``tj``.
+    ``lo_*``/``up_*`` are the bounds wrapped to ``[-pi, pi)`` that a clamped angle goes to.
+    Plain floats for one bone, ``(bones,)`` arrays for stacked params (see :meth:`take`)."""
+
+    NAMES = ("mid", "half", "lo", "up")
+
+    def __init__(self, mins, maxs, order, tolerance):
+        self.axes = tuple(_AXIS_INDEX[c] for c in order)
+        i, j, _ = self.axes
+        self.parity = 1.0 if (j - i) % 3 == 1 else -1.0
+        mins = np.asarray(mins, dtype=float).reshape(-1, 3)
+        maxs = np.asarray(maxs, dtype=float).reshape(-1, 3)
+        # angle_in_arc's set: [mins - tolerance, mins + max(width + tolerance, 0)] around the circle
+        width = maxs - mins
+        start = mins - tolerance
+        end = mins + np.maximum(width + tolerance, 0.0)
+        full = (width >= TWO_PI) | (end - start >= TWO_PI)
+        empty = (width + tolerance < 0.0) & (tolerance <= 0.0)
+        columns = {
+            "mid": wrap_angle(0.5 * (start + end)),
+            "half": np.where(full, np.inf, np.where(empty, -np.inf, 0.5 * (end - start))),
+            "lo": wrap_angle(mins),
+            "up": np.where(maxs <= mins, wrap_angle(mins), wrap_angle(maxs)),  # max <= min gives min
+        }
+        fields = {}
+        for slot, axis in zip("ijk", self.axes, strict=True):
+            for name in self.NAMES:
+                fields[f"{name}_{slot}"] = columns[name][:, axis]
+        fields["mid_j2"] = wrap_angle(np.pi - columns["mid"][:, j])
+        fields["far_i"] = np.pi - fields["half_i"]
+        fields["far_k"] = np.pi - fields["half_k"]
+        if mins.shape[0] == 1:
+            fields = {name: float(value[0]) for name, value in fields.items()}
+        self.fields = fields
+        self.__dict__.update(fields)
+
+    def take(self, index):
+        """A copy with the array fields indexed by ``index`` (bones per row, or rows)."""
+        out = object.__new__(_Arcs)
+        out.axes, out.parity = self.axes, self.parity
+        out.fields = {name: value[index] if isinstance(value, np.ndarray) else value for name, value in self.fields.items()}
+        out.__dict__.update(out.fields)
+        return out
+
+
+def _bone_rows(bone, start, index):
+    return None if bone is None else bone[start + index]
+
+
+def _angles(chunk, axes, parity):
+    """``(comps, ti, tj, tk, left)`` for rows ``chunk (n, 4)``.
+
+    ``comps`` are the components ``(w, vi, vj, vk)`` in the order's slots as contiguous arrays,
+    ``ti, tj, tk`` Blender's first Euler triple (before it picks the one with the smaller sum)
+    in the slots. ``left`` is ``None`` when the kernel takes every row, else the mask of rows
+    it leaves to the reference maths: non-finite, tiny or huge ones (replaced by the identity
+    here), and those near gimbal lock, where the two angles it couples are ill-conditioned and
+    only the very same arithmetic gives the very same angles.
+    """
+    buf = np.ascontiguousarray(chunk.T)
+    i, j, k = axes
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.multiply(buf, buf)
+        half = sq[0] + sq[1]
+        half += sq[2]
+        half += sq[3]
+        good = half > _NORM2_LOW
+        good &= half < _NORM2_HIGH
+    left = None
+    if not good.all():
+        left = ~good
+        buf[:, left] = IDENTITY_QUATERNION[:, None]
+        sq[:, left] = IDENTITY_QUATERNION[:, None]
+        half[left] = 1.0
+    w, vi, vj, vk = buf[0], buf[1 + i], buf[1 + j], buf[1 + k]
+    sw, si, sk = sq[0], sq[1 + i], sq[1 + k]
+    # The entries of Blender's matrix that mat3_normalized_to_eulO reads, times |q|^2 / 2.
+    half *= 0.5
+    d_i = sw + si  # m[i, i]
+    d_i -= half
+    d_k = sw + sk  # m[k, k]
+    d_k -= half
+    y_i = w * vi  # parity * m[k, j]
+    y_j = w * vj  # -parity * m[k, i]
+    y_k = w * vk  # parity * m[j, i]
+    t = vj * vk
+    (np.add if parity > 0 else np.subtract)(y_i, t, out=y_i)
+    np.multiply(vi, vk, out=t)
+    (np.subtract if parity > 0 else np.add)(y_j, t, out=y_j)
+    np.multiply(vi, vj, out=t)
+    (np.add if parity > 0 else np.subtract)(y_k, t, out=y_k)
+    cy = np.multiply(d_i, d_i)  # hypot(m[i, i], m[j, i]); the kernel's norms keep this finite
+    cy += np.multiply(y_k, y_k, out=t)
+    np.sqrt(cy, out=cy)
+    ti = np.arctan2(y_i, d_k)
+    tj = np.arctan2(y_j, cy)
+    tk = np.arctan2(y_k, d_i, out=d_i)
+    half *= _NEAR_LOCK
+    locked = cy <= half
+    if locked.any():
+        left = locked if left is None else left | locked
+    return (w, vi, vj, vk), ti, tj, tk, left
+
+
+def _circular_distance(angle, middle):
+    """``|angle - middle|`` around the circle, for both in ``[-pi, pi]``."""
+    d = angle - middle
+    np.abs(d, out=d)
+    return np.minimum(d, TWO_PI - d, out=d)
+
+
+def _allowed(ti, tj, tk, a):
+    """Either Euler triple lies in the arcs ``a`` (the alternative one is ``(ti + pi,
+    pi - tj, tk + pi)``, whose distances from the middles follow from the primary ones)."""
+    d_i = _circular_distance(ti, a.mid_i)
+    d_j = _circular_distance(tj, a.mid_j)
+    d_k = _circular_distance(tk, a.mid_k)
+    primary = d_i <= a.half_i
+    primary &= d_j <= a.half_j
+    primary &= d_k <= a.half_k
+    alternative = d_i >= a.far_i
+    alternative &= d_k >= a.far_k
+    alternative &= _circular_distance(tj, a.mid_j2) <= a.half_j
+    return np.logical_or(primary, alternative, out=primary)
+
+
+def _clamped(angle, mid, half, lo, up):
+    """Blender's ``clamp_angle`` for angles in ``[-pi, pi]``, up to a whole turn: the angle
+    when it is within ``half`` of ``mid``, else the circularly nearer bound (``lo`` on a
+    tie, which only the rounding decides). Selections by multiplying with 0 and 1 (exact, and
+    much faster than ``np.where`` on unpredictable masks)."""
+    d = angle - mid
+    dist = np.abs(d)
+    after = d > 0.0
+    after ^= dist >= np.pi  # the wrapped offset is in (0, pi): ``up`` is nearer
+    np.minimum(dist, TWO_PI - dist, out=dist)
+    inside = dist <= half
+    out = np.multiply(angle, inside)
+    keep = np.logical_not(inside, out=inside)
+    if isinstance(lo, float) and lo == up:
+        out += np.multiply(keep, lo, out=d)
+    else:
+        bound = np.multiply(after, up, out=d)
+        np.logical_not(after, out=after)
+        bound += np.multiply(after, lo, out=dist)
+        bound *= keep
+        out += bound
+    return out
+
+
+def _half_angles(angle):
+    """``(cos(angle / 2), sin(angle / 2))`` for angles in ``[-pi, pi]`` by one tangent of a
+    quarter angle (faster than a sine and a cosine, a few units in the last place)."""
+    t = np.multiply(angle, 0.25)
+    np.tan(t, out=t)
+    t2 = t * t
+    inv = t2 + 1.0
+    np.divide(1.0, inv, out=inv)
+    np.subtract(1.0, t2, out=t2)
+    t2 *= inv
+    t += t
+    t *= inv
+    return t2, t
+
+
+def _limited(comps, ti, tj, tk, a):
+    """The clamped rotations ``(w, vi, vj, vk)`` (on the side of ``comps``) for rows outside."""
+    p = a.parity
+    first = np.abs(ti)
+    first += np.abs(tj)
+    first += np.abs(tk)
+    # The alternative triple (ti -+ pi, +-pi - tj, tk -+ pi) has the absolute angles pi - |t|,
+    # the sum 3 pi - first: Blender keeps the triple with the smaller sum.
+    use = first > 1.5 * np.pi
+    turn = np.multiply(use, np.pi)
+    pick_i = ti - np.copysign(turn, ti)
+    pick_k = tk - np.copysign(turn, tk)
+    flip = np.multiply(use, -2.0)
+    flip += 1.0
+    pick_j = np.copysign(turn, tj)
+    pick_j += np.multiply(tj, flip, out=flip)  # +-pi - tj for the alternative
+    ci, si = _half_angles(_clamped(pick_i, a.mid_i, a.half_i, a.lo_i, a.up_i))
+    cj, sj = _half_angles(_clamped(pick_j, a.mid_j, a.half_j, a.lo_j, a.up_j))
+    ck, sk = _half_angles(_clamped(pick_k, a.mid_k, a.half_k, a.lo_k, a.up_k))
+    # q_k * q_j * q_i with q_axis = (cos, sin * axis); e_i x e_j = parity e_k
+    cc, ss, cs, sc = ci * cj, si * sj, ci * sj, si * cj
+    qw = ck * cc
+    qi = ck * sc
+    qj = ck * cs
+    qk = sk * cc
+    ss *= p
+    cs *= p
+    sc *= p
+    qw += np.multiply(sk, ss, out=cc)
+    qi -= np.multiply(sk, cs, out=cc)
+    qj += np.multiply(sk, sc, out=cc)
+    qk -= np.multiply(ck, ss, out=cc)
+    w, vi, vj, vk = comps
+    dot = qw * w
+    dot += np.multiply(qi, vi, out=cc)
+    dot += np.multiply(qj, vj, out=cc)
+    dot += np.multiply(qk, vk, out=cc)
+    sign = np.multiply(dot < 0.0, -2.0, out=dot)
+    sign += 1.0
+    qw *= sign
+    qi *= sign
+    qj *= sign
+    qk *= sign
+    return qw, qi, qj, qk
+
+
+def _project_chunk(chunk, comps, ti, tj, tk, a, out):
+    """Project the rows ``chunk (n, 4)`` (components ``comps`` in the order's slots, first
+    Euler triple ``ti, tj, tk``) into ``out (n, 4)``; returns the ``(n,)`` mask of moved rows."""
+    moved = ~_allowed(ti, tj, tk, a)
+    count = int(np.count_nonzero(moved))
+    columns = (0,) + tuple(1 + axis for axis in a.axes)
+    if count == len(chunk):
+        limited = _limited(comps, ti, tj, tk, a)
+        for column, value in zip(columns, limited, strict=True):
+            out[:, column] = value
+        return moved
+    out[...] = chunk
+    if count:  # gathering the moved rows pays even when most rows move
+        rows = np.flatnonzero(moved)
+        limited = _limited(tuple(c[rows] for c in comps), ti[rows], tj[rows], tk[rows], a.take(rows))
+        block = np.empty((len(rows), 4))
+        for column, value in zip(columns, limited, strict=True):
+            block[:, column] = value
+        out[rows] = block
+    return moved
+
+
 def _check_order(order):
     if order not in EULER_ORDERS:
         raise ValueError(f"Euler order must be one of {EULER_ORDERS}, got {order!r}")
@@ -136,7 +399,60 @@ class EulerBoxLimit(MovedProjection, LimitModel):
         mins, maxs = circular_ranges(euler_from_quaternion(q, order), check_padding(padding))
         return cls({"mins": mins, "maxs": maxs}, {"order": order})
 
-    # -- the two Euler triples of a rotation ------------------------------------------------------
+    # -- the interface ---------------------------------------------------------------------------
+    def contains(self, q, tolerance=CONTAINS_TOLERANCE):
+        """``(...,)`` bool: either Euler triple of ``q (..., 4)`` is in the box (``tolerance``
+        radians per angle). Non-finite rows are not contained."""
+        q = as_quaternions(q)
+        rows, bone, lead = self._rows(q)
+        inside = np.empty(len(rows), dtype=bool)
+        arcs = _Arcs(self.params["mins"], self.params["maxs"], self.config["order"], tolerance)
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, len(rows))
+            chunk = rows[start:stop]
+            comps, ti, tj, tk, left = _angles(chunk, arcs.axes, arcs.parity)
+            a = arcs.take(bone[start:stop]) if bone is not None else arcs
+            inside[start:stop] = _allowed(ti, tj, tk, a)
+            if left is not None:
+                bad = np.flatnonzero(left)
+                inside[start + bad] = self._reference_contains(chunk[bad], _bone_rows(bone, start, bad), tolerance)
+        return inside.reshape(lead)
+
+    def _project(self, q):
+        q = as_quaternions(q)
+        rows, bone, lead = self._rows(q)
+        out = np.empty((len(rows), 4))
+        moved = np.empty(len(rows), dtype=bool)
+        arcs = _Arcs(self.params["mins"], self.params["maxs"], self.config["order"], 0.0)
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, len(rows))
+            chunk = rows[start:stop]
+            comps, ti, tj, tk, left = _angles(chunk, arcs.axes, arcs.parity)
+            a = arcs.take(bone[start:stop]) if bone is not None else arcs
+            moved[start:stop] = _project_chunk(chunk, comps, ti, tj, tk, a, out[start:stop])
+            if left is not None:
+                bad = np.flatnonzero(left)
+                out[start + bad], moved[start + bad] = self._reference_project(chunk[bad], _bone_rows(bone, start, bad))
+        return out.reshape(lead + (4,)), moved.reshape(lead)
+
+    def _rows(self, q):
+        """``(rows (R, 4), bone (R,) or None, lead shape)``: queries flattened against the
+        stacked bone axes of the params."""
+        lead_params = self.params["mins"].shape[:-1]
+        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
+        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
+        if not lead_params:
+            return rows, None, lead
+        count = int(np.prod(lead_params))
+        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
+        return rows, bone, lead
+
+    def _bone_params(self, bone):
+        if bone is None:
+            return self.params["mins"], self.params["maxs"]
+        return self.params["mins"].reshape(-1, 3)[bone], self.params["maxs"].reshape(-1, 3)[bone]
+
+    # -- the reference maths (rows the fast kernel leaves: non-finite, tiny or huge) ------------
     def _triples(self, q):
         order = self.config["order"]
         euler = euler_from_quaternion(q, order)
@@ -147,25 +463,23 @@ class EulerBoxLimit(MovedProjection, LimitModel):
         alternative[..., k] += np.pi
         return euler, alternative
 
-    def _inside(self, euler, tolerance):
-        return np.all(angle_in_arc(euler, self.params["mins"], self.params["maxs"], tolerance), axis=-1)
+    @staticmethod
+    def _in_box(euler, mins, maxs, tolerance):
+        return np.all(angle_in_arc(euler, mins, maxs, tolerance), axis=-1)
 
-    # -- the interface ---------------------------------------------------------------------------
-    def contains(self, q, tolerance=CONTAINS_TOLERANCE):
-        """``(...,)`` bool: either Euler triple of ``q (..., 4)`` is in the box (``tolerance``
-        radians per angle). Non-finite rows are not contained."""
-        q = as_quaternions(q)
+    def _reference_contains(self, q, bone, tolerance):
+        mins, maxs = self._bone_params(bone)
         finite = finite_rows(q)
         euler, alternative = self._triples(np.where(finite[..., None], q, IDENTITY_QUATERNION))
-        return finite & (self._inside(euler, tolerance) | self._inside(alternative, tolerance))
+        return finite & (self._in_box(euler, mins, maxs, tolerance) | self._in_box(alternative, mins, maxs, tolerance))
 
-    def _project(self, q):
-        q = as_quaternions(q)
+    def _reference_project(self, q, bone):
+        mins, maxs = self._bone_params(bone)
         finite = finite_rows(q)
         safe = np.where(finite[..., None], q, IDENTITY_QUATERNION)
         euler, alternative = self._triples(safe)
-        allowed = self._inside(euler, 0.0) | self._inside(alternative, 0.0)
-        clamped = clamp_angle(euler, self.params["mins"], self.params["maxs"])
+        allowed = self._in_box(euler, mins, maxs, 0.0) | self._in_box(alternative, mins, maxs, 0.0)
+        clamped = clamp_angle(euler, mins, maxs)
         limited = quaternion_toward(quaternion_from_euler(clamped, self.config["order"]), safe)
         moved = finite & ~allowed
         return np.where(moved[..., None], limited, q), moved
