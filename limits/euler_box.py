@@ -111,10 +111,12 @@ def circular_ranges(angles, padding):
 # transcendentals lose their SIMD path on strided data). The Euler angles come straight from the
 # quaternion for the configured order (the entries of Blender's matrix, all scaled by |q|^2 / 2,
 # which atan2 and the gimbal-lock threshold do not mind), the inside test is a circular distance
-# to each arc's middle, and only rotations outside are clamped and turned back into quaternions
-# (half angles by one tangent). Rows with a non-finite, tiny or huge norm go through the
-# reference maths (:meth:`EulerBoxLimit._reference_project`), which is the original
-# implementation.
+# to each arc's middle, and only the rotations outside are gathered, clamped (the offset from the
+# middle wrapped and clipped to the half width) and turned back into quaternions (half angles by
+# one tangent of a quarter angle, a single division per rotation). Selections are multiplications
+# by 0 and 1 or sign copies: np.where on unpredictable masks costs ~4 ns an element, a multiply
+# ~0.5 ns. Rows with a non-finite, tiny or huge norm, and rows near gimbal lock, go through the
+# reference maths (:meth:`EulerBoxLimit._reference_project`), the original implementation.
 
 #: Rows per batch: the temporaries of one batch stay in the cache.
 CHUNK_ROWS = 16384
@@ -137,10 +139,11 @@ class _Arcs:
     ``pi - half``: the alternative triple's angle is the primary one plus pi, so it is inside
     when the primary one is at least that far from the middle. ``mid_j2`` is the middle of the
     arc that the alternative middle angle ``pi - tj`` must lie in, reflected onto ``tj``.
-    ``lo_*``/``up_*`` are the bounds wrapped to ``[-pi, pi)`` that a clamped angle goes to.
-    Plain floats for one bone, ``(bones,)`` arrays for stacked params (see :meth:`take`)."""
+    ``clamp_*`` is the half width a clamp keeps (no tolerance; 0 when ``max <= min``, whose
+    middle is ``min``). Plain floats for one bone, ``(bones,)`` arrays for stacked params
+    (see :meth:`take`)."""
 
-    NAMES = ("mid", "half", "lo", "up")
+    NAMES = ("mid", "half")
 
     def __init__(self, mins, maxs, order, tolerance):
         self.axes = tuple(_AXIS_INDEX[c] for c in order)
@@ -157,14 +160,14 @@ class _Arcs:
         columns = {
             "mid": wrap_angle(0.5 * (start + end)),
             "half": np.where(full, np.inf, np.where(empty, -np.inf, 0.5 * (end - start))),
-            "lo": wrap_angle(mins),
-            "up": np.where(maxs <= mins, wrap_angle(mins), wrap_angle(maxs)),  # max <= min gives min
         }
         fields = {}
         for slot, axis in zip("ijk", self.axes, strict=True):
             for name in self.NAMES:
                 fields[f"{name}_{slot}"] = columns[name][:, axis]
         fields["mid_j2"] = wrap_angle(np.pi - columns["mid"][:, j])
+        for slot in "ijk":
+            fields[f"clamp_{slot}"] = np.maximum(fields[f"half_{slot}"], 0.0)
         fields["far_i"] = np.pi - fields["half_i"]
         fields["far_k"] = np.pi - fields["half_k"]
         if mins.shape[0] == 1:
@@ -262,110 +265,112 @@ def _allowed(ti, tj, tk, a):
     return np.logical_or(primary, alternative, out=primary)
 
 
-def _clamped(angle, mid, half, lo, up):
-    """Blender's ``clamp_angle`` for angles in ``[-pi, pi]``, up to a whole turn: the angle
-    when it is within ``half`` of ``mid``, else the circularly nearer bound (``lo`` on a
-    tie, which only the rounding decides). Selections by multiplying with 0 and 1 (exact, and
-    much faster than ``np.where`` on unpredictable masks)."""
-    d = angle - mid
-    dist = np.abs(d)
-    after = d > 0.0
-    after ^= dist >= np.pi  # the wrapped offset is in (0, pi): ``up`` is nearer
-    np.minimum(dist, TWO_PI - dist, out=dist)
-    inside = dist <= half
-    out = np.multiply(angle, inside)
-    keep = np.logical_not(inside, out=inside)
-    if isinstance(lo, float) and lo == up:
-        out += np.multiply(keep, lo, out=d)
-    else:
-        bound = np.multiply(after, up, out=d)
-        np.logical_not(after, out=after)
-        bound += np.multiply(after, lo, out=dist)
-        bound *= keep
-        out += bound
-    return out
+def _clamped_quarter(offset, mid, half):
+    """A quarter of Blender's ``clamp_angle`` result (up to whole turns) for an angle given by
+    its ``offset`` from the arc's middle (any real, overwritten): the offset wrapped to
+    ``[-pi, pi)`` and clipped to ``+-half``, so an angle outside goes to the circularly nearer
+    bound, and ``min`` on a tie (offset ``-pi``), as in Blender."""
+    t = np.multiply(offset, 1.0 / TWO_PI)
+    t += 0.5
+    np.floor(t, out=t)
+    t *= TWO_PI
+    offset -= t
+    np.maximum(offset, -half, out=offset)
+    np.minimum(offset, half, out=offset)
+    offset += mid
+    offset *= 0.25
+    return offset
 
 
-def _half_angles(angle):
-    """``(cos(angle / 2), sin(angle / 2))`` for angles in ``[-pi, pi]`` by one tangent of a
-    quarter angle (faster than a sine and a cosine, a few units in the last place)."""
-    t = np.multiply(angle, 0.25)
-    np.tan(t, out=t)
+def _half_tangent(quarter):
+    """``(1 - t^2, 2 t, 1 + t^2)`` with ``t = tan(quarter)``: ``cos`` and ``sin`` of twice
+    ``quarter``, times ``1 + t^2`` (one fast tangent instead of a sine and a cosine; the
+    division is left for once per rotation). ``quarter`` in ``[-pi/2, pi/2]`` is overwritten."""
+    t = np.tan(quarter, out=quarter)
     t2 = t * t
-    inv = t2 + 1.0
-    np.divide(1.0, inv, out=inv)
+    scale = t2 + 1.0
     np.subtract(1.0, t2, out=t2)
-    t2 *= inv
     t += t
-    t *= inv
-    return t2, t
+    return t2, t, scale
 
 
 def _limited(comps, ti, tj, tk, a):
     """The clamped rotations ``(w, vi, vj, vk)`` (on the side of ``comps``) for rows outside."""
-    p = a.parity
     first = np.abs(ti)
     first += np.abs(tj)
     first += np.abs(tk)
     # The alternative triple (ti -+ pi, +-pi - tj, tk -+ pi) has the absolute angles pi - |t|,
     # the sum 3 pi - first: Blender keeps the triple with the smaller sum.
     use = first > 1.5 * np.pi
-    turn = np.multiply(use, np.pi)
-    pick_i = ti - np.copysign(turn, ti)
-    pick_k = tk - np.copysign(turn, tk)
+    turn = np.multiply(use, np.pi, out=first)
+    # Offsets of the kept triple from the arcs' middles, up to whole turns.
+    off_i = ti + turn
+    off_i -= a.mid_i
+    off_k = tk + turn
+    off_k -= a.mid_k
     flip = np.multiply(use, -2.0)
     flip += 1.0
-    pick_j = np.copysign(turn, tj)
-    pick_j += np.multiply(tj, flip, out=flip)  # +-pi - tj for the alternative
-    ci, si = _half_angles(_clamped(pick_i, a.mid_i, a.half_i, a.lo_i, a.up_i))
-    cj, sj = _half_angles(_clamped(pick_j, a.mid_j, a.half_j, a.lo_j, a.up_j))
-    ck, sk = _half_angles(_clamped(pick_k, a.mid_k, a.half_k, a.lo_k, a.up_k))
-    # q_k * q_j * q_i with q_axis = (cos, sin * axis); e_i x e_j = parity e_k
+    off_j = np.multiply(tj, flip, out=flip)
+    off_j += turn
+    off_j -= a.mid_j
+    ci, si, ni = _half_tangent(_clamped_quarter(off_i, a.mid_i, a.clamp_i))
+    cj, sj, nj = _half_tangent(_clamped_quarter(off_j, a.mid_j, a.clamp_j))
+    ck, sk, nk = _half_tangent(_clamped_quarter(off_k, a.mid_k, a.clamp_k))
+    # q_k * q_j * q_i with q_axis = (cos, sin * axis), e_i x e_j = parity e_k; times ni nj nk.
+    plus, minus = (np.add, np.subtract) if a.parity > 0 else (np.subtract, np.add)
     cc, ss, cs, sc = ci * cj, si * sj, ci * sj, si * cj
     qw = ck * cc
     qi = ck * sc
     qj = ck * cs
     qk = sk * cc
-    ss *= p
-    cs *= p
-    sc *= p
-    qw += np.multiply(sk, ss, out=cc)
-    qi -= np.multiply(sk, cs, out=cc)
-    qj += np.multiply(sk, sc, out=cc)
-    qk -= np.multiply(ck, ss, out=cc)
+    tmp = ci
+    plus(qw, np.multiply(sk, ss, out=tmp), out=qw)
+    minus(qi, np.multiply(sk, cs, out=tmp), out=qi)
+    plus(qj, np.multiply(sk, sc, out=tmp), out=qj)
+    minus(qk, np.multiply(ck, ss, out=tmp), out=qk)
     w, vi, vj, vk = comps
-    dot = qw * w
-    dot += np.multiply(qi, vi, out=cc)
-    dot += np.multiply(qj, vj, out=cc)
-    dot += np.multiply(qk, vk, out=cc)
-    sign = np.multiply(dot < 0.0, -2.0, out=dot)
-    sign += 1.0
-    qw *= sign
-    qi *= sign
-    qj *= sign
-    qk *= sign
+    dot = np.multiply(qw, w, out=cc)
+    dot += np.multiply(qi, vi, out=tmp)
+    dot += np.multiply(qj, vj, out=tmp)
+    dot += np.multiply(qk, vk, out=tmp)
+    dot += 0.0  # -0 to +0: only a negative dot flips the result, as in quaternion_toward
+    ni *= nj
+    ni *= nk
+    factor = np.divide(1.0, ni, out=ni)
+    np.copysign(factor, dot, out=factor)
+    qw *= factor
+    qi *= factor
+    qj *= factor
+    qk *= factor
     return qw, qi, qj, qk
 
 
 def _project_chunk(chunk, comps, ti, tj, tk, a, out):
     """Project the rows ``chunk (n, 4)`` (components ``comps`` in the order's slots, first
-    Euler triple ``ti, tj, tk``) into ``out (n, 4)``; returns the ``(n,)`` mask of moved rows."""
+    Euler triple ``ti, tj, tk``) into ``out (n, 4)``; returns the ``(n,)`` mask of moved rows.
+    ``comps`` are overwritten."""
     moved = ~_allowed(ti, tj, tk, a)
     count = int(np.count_nonzero(moved))
     columns = (0,) + tuple(1 + axis for axis in a.axes)
+    if count == 0:
+        out[...] = chunk
+        return moved
     if count == len(chunk):
-        limited = _limited(comps, ti, tj, tk, a)
-        for column, value in zip(columns, limited, strict=True):
+        for column, value in zip(columns, _limited(comps, ti, tj, tk, a), strict=True):
             out[:, column] = value
         return moved
-    out[...] = chunk
-    if count:  # gathering the moved rows pays even when most rows move
-        rows = np.flatnonzero(moved)
-        limited = _limited(tuple(c[rows] for c in comps), ti[rows], tj[rows], tk[rows], a.take(rows))
-        block = np.empty((len(rows), 4))
+    rows = np.flatnonzero(moved)  # gathering the moved rows pays even when most rows move
+    limited = _limited(tuple(c[rows] for c in comps), ti[rows], tj[rows], tk[rows], a.take(rows))
+    if count * 8 < len(chunk):
+        out[...] = chunk
+        block = np.empty((count, 4))
         for column, value in zip(columns, limited, strict=True):
             block[:, column] = value
         out[rows] = block
+    else:  # many rows: put them into the contiguous components, then write those out
+        for column, value, comp in zip(columns, limited, comps, strict=True):
+            comp[rows] = value
+            out[:, column] = comp
     return moved
 
 
