@@ -139,8 +139,9 @@ class _Arcs:
     ``pi - half``: the alternative triple's angle is the primary one plus pi, so it is inside
     when the primary one is at least that far from the middle. ``mid_j2`` is the middle of the
     arc that the alternative middle angle ``pi - tj`` must lie in, reflected onto ``tj``.
-    ``clamp_*`` is the half width a clamp keeps (no tolerance; 0 when ``max <= min``, whose
-    middle is ``min``). Plain floats for one bone, ``(bones,)`` arrays for stacked params
+    For the clamp (no tolerance; ``max <= min`` keeps only ``min``, the middle then) angles are
+    measured in turns from the point opposite the middle: ``shift_*`` moves there, ``lo_*``,
+    ``up_*`` bound the arc and ``base_*`` is a quarter of that point's angle. Plain floats for one bone, ``(bones,)`` arrays for stacked params
     (see :meth:`take`)."""
 
     NAMES = ("mid", "half")
@@ -166,8 +167,11 @@ class _Arcs:
             for name in self.NAMES:
                 fields[f"{name}_{slot}"] = columns[name][:, axis]
         fields["mid_j2"] = wrap_angle(np.pi - columns["mid"][:, j])
-        for slot in "ijk":
-            fields[f"clamp_{slot}"] = np.maximum(fields[f"half_{slot}"], 0.0)
+        for slot in "ijk":  # the clamp in turns from the point opposite the middle
+            mid, clamp = fields[f"mid_{slot}"], np.maximum(fields[f"half_{slot}"], 0.0) / TWO_PI
+            fields[f"shift_{slot}"] = 0.5 - mid / TWO_PI
+            fields[f"lo_{slot}"], fields[f"up_{slot}"] = 0.5 - clamp, 0.5 + clamp
+            fields[f"base_{slot}"] = 0.25 * (mid - np.pi)
         fields["far_i"] = np.pi - fields["half_i"]
         fields["far_k"] = np.pi - fields["half_k"]
         if mins.shape[0] == 1:
@@ -266,21 +270,18 @@ def _allowed(ti, tj, tk, a):
     return np.logical_or(primary, alternative, out=primary)
 
 
-def _clamped_quarter(offset, mid, half):
-    """A quarter of Blender's ``clamp_angle`` result (up to whole turns) for an angle given by
-    its ``offset`` from the arc's middle (any real, overwritten): the offset wrapped to
-    ``[-pi, pi)`` and clipped to ``+-half``, so an angle outside goes to the circularly nearer
-    bound, and ``min`` on a tie (offset ``-pi``), as in Blender."""
-    t = np.multiply(offset, 1.0 / TWO_PI)
-    t += 0.5
-    np.floor(t, out=t)
-    t *= TWO_PI
-    offset -= t
-    np.maximum(offset, -half, out=offset)
-    np.minimum(offset, half, out=offset)
-    offset += mid
-    offset *= 0.25
-    return offset
+def _clamped_quarter(turns, a, slot):
+    """A quarter of Blender's ``clamp_angle`` result (up to whole turns) for angles given in
+    ``turns`` (overwritten) as ``(angle - middle) / 2 pi + 1/2``: the fraction of a turn past
+    the point opposite the middle, clipped to the arc (``min`` on a tie, fraction 0, as in
+    Blender), so an angle outside goes to the circularly nearer bound."""
+    f = np.floor(turns)
+    np.subtract(turns, f, out=f)
+    np.maximum(f, getattr(a, "lo_" + slot), out=f)
+    np.minimum(f, getattr(a, "up_" + slot), out=f)
+    f *= 0.5 * np.pi  # (2 pi (f - 1/2) + middle) / 4
+    f += getattr(a, "base_" + slot)
+    return f
 
 
 def _half_tangent(quarter):
@@ -303,20 +304,22 @@ def _limited(comps, ti, tj, tk, a):
     # The alternative triple (ti -+ pi, +-pi - tj, tk -+ pi) has the absolute angles pi - |t|,
     # the sum 3 pi - first: Blender keeps the triple with the smaller sum.
     use = first > 1.5 * np.pi
-    turn = np.multiply(use, np.pi, out=first)
-    # Offsets of the kept triple from the arcs' middles, up to whole turns.
-    off_i = ti + turn
-    off_i -= a.mid_i
-    off_k = tk + turn
-    off_k -= a.mid_k
-    flip = np.multiply(use, -2.0)
-    flip += 1.0
-    off_j = np.multiply(tj, flip, out=flip)
-    off_j += turn
-    off_j -= a.mid_j
-    ci, si, ni = _half_tangent(_clamped_quarter(off_i, a.mid_i, a.clamp_i))
-    cj, sj, nj = _half_tangent(_clamped_quarter(off_j, a.mid_j, a.clamp_j))
-    ck, sk, nk = _half_tangent(_clamped_quarter(off_k, a.mid_k, a.clamp_k))
+    # The kept triple's angles in turns from the points opposite the arcs' middles.
+    turn = np.multiply(use, 0.5, out=first)
+    u_i = np.multiply(ti, 1.0 / TWO_PI)
+    u_i += turn
+    u_i += a.shift_i
+    u_k = np.multiply(tk, 1.0 / TWO_PI)
+    u_k += turn
+    u_k += a.shift_k
+    u_j = np.multiply(use, -2.0 / TWO_PI)  # the alternative's middle angle is +-pi - tj
+    u_j += 1.0 / TWO_PI
+    u_j *= tj
+    u_j += turn
+    u_j += a.shift_j
+    ci, si, ni = _half_tangent(_clamped_quarter(u_i, a, "i"))
+    cj, sj, nj = _half_tangent(_clamped_quarter(u_j, a, "j"))
+    ck, sk, nk = _half_tangent(_clamped_quarter(u_k, a, "k"))
     # q_k * q_j * q_i with q_axis = (cos, sin * axis), e_i x e_j = parity e_k; times ni nj nk.
     plus, minus = (np.add, np.subtract) if a.parity > 0 else (np.subtract, np.add)
     cc, ss, cs, sc = ci * cj, si * sj, ci * sj, si * cj

@@ -803,6 +803,20 @@ def test_euler_box_fast_path_matches_the_plain_maths(order, box):
     assert np.abs(projected[finite] - expected[finite]).max() <= 1e-12
 
 
+@pytest.mark.parametrize("order", EULER_ORDERS)
+def test_euler_box_angle_opposite_the_arc_goes_to_min_like_blender(order):
+    mins, maxs = np.full(3, -1.0), np.full(3, 1.0)
+    model = model_class("euler_box")({"mins": mins, "maxs": maxs}, {"order": order})
+    for axis in range(3):
+        euler = np.array([0.3, 0.2, -0.1])
+        euler[axis] = np.pi  # as far from min as from max
+        q = quaternion_from_euler(euler, order)
+        expected = euler.copy()
+        expected[axis] = -1.0
+        assert quaternion_angle(model.project(q), quaternion_from_euler(expected, order)) < 1e-9
+        np.testing.assert_allclose(model.project(q), reference_euler_box(q, mins, maxs, order)[0], atol=1e-12)
+
+
 def test_euler_box_fast_path_matches_the_plain_maths_for_stacked_bones():
     rng = np.random.default_rng(77)
     boxes = [EULER_BOXES[name] for name in ("plain", "across pi", "full turn", "max == min", "wide")]
