@@ -140,9 +140,10 @@ class _Arcs:
     when the primary one is at least that far from the middle. ``mid_j2`` is the middle of the
     arc that the alternative middle angle ``pi - tj`` must lie in, reflected onto ``tj``.
     For the clamp (no tolerance; ``max <= min`` keeps only ``min``, the middle then) angles are
-    measured in turns from the point opposite the middle: ``shift_*`` moves there, ``lo_*``,
-    ``up_*`` bound the arc and ``base_*`` is a quarter of that point's angle. Plain floats for one bone, ``(bones,)`` arrays for stacked params
-    (see :meth:`take`)."""
+    measured in turns from the point opposite the middle: ``shift`` moves there, ``lo``, ``up``
+    bound the arc and ``base`` is a quarter of that point's angle, each ``(3, bones)``. The
+    others are plain floats for one bone, ``(bones,)`` arrays for stacked params (see
+    :meth:`take`)."""
 
     NAMES = ("mid", "half")
 
@@ -167,25 +168,34 @@ class _Arcs:
             for name in self.NAMES:
                 fields[f"{name}_{slot}"] = columns[name][:, axis]
         fields["mid_j2"] = wrap_angle(np.pi - columns["mid"][:, j])
-        for slot in "ijk":  # the clamp in turns from the point opposite the middle
-            mid, clamp = fields[f"mid_{slot}"], np.maximum(fields[f"half_{slot}"], 0.0) / TWO_PI
-            fields[f"shift_{slot}"] = 0.5 - mid / TWO_PI
-            fields[f"lo_{slot}"], fields[f"up_{slot}"] = 0.5 - clamp, 0.5 + clamp
-            fields[f"base_{slot}"] = 0.25 * (mid - np.pi)
+        # The clamp, for the three slots at once ((3, bones) arrays): angles in turns from the
+        # point opposite the middle.
+        mid = np.stack([fields[f"mid_{slot}"] for slot in "ijk"])
+        clamp = np.maximum(np.stack([fields[f"half_{slot}"] for slot in "ijk"]), 0.0) / TWO_PI
+        fields["shift"] = 0.5 - mid / TWO_PI
+        fields["lo"], fields["up"] = 0.5 - clamp, 0.5 + clamp
+        fields["base"] = 0.25 * (mid - np.pi)
         fields["far_i"] = np.pi - fields["half_i"]
         fields["far_k"] = np.pi - fields["half_k"]
-        if mins.shape[0] == 1:
-            fields = {name: float(value[0]) for name, value in fields.items()}
+        if mins.shape[0] == 1:  # one bone: plain floats, (3, 1) columns
+            fields = {name: float(value[0]) if value.ndim == 1 else value for name, value in fields.items()}
+        self.stacked = mins.shape[0] > 1
         self.fields = fields
         self.__dict__.update(fields)
 
     def take(self, index):
         """A copy with the array fields indexed by ``index`` (bones per row, or rows)."""
         out = object.__new__(_Arcs)
-        out.axes, out.parity = self.axes, self.parity
-        out.fields = {name: value[index] if isinstance(value, np.ndarray) else value for name, value in self.fields.items()}
+        out.axes, out.parity, out.stacked = self.axes, self.parity, self.stacked
+        out.fields = {name: _take(value, index, self.stacked) for name, value in self.fields.items()}
         out.__dict__.update(out.fields)
         return out
+
+
+def _take(value, index, stacked):
+    if not stacked:
+        return value
+    return value[..., index]
 
 
 def _bone_rows(bone, start, index):
@@ -203,131 +213,112 @@ def _angles(chunk, axes, parity):
     only the very same arithmetic gives the very same angles.
     """
     i, j, k = axes
+    # Strided views: the arithmetic barely minds, a transposed copy would cost more. Few
+    # temporaries, reused, so that a chunk's working set stays in the cache.
+    w, vi, vj, vk = chunk[:, 0], chunk[:, 1 + i], chunk[:, 1 + j], chunk[:, 1 + k]
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.multiply(chunk, chunk)
-        half = sq[:, 0] + sq[:, 1]
-        half += sq[:, 2]
-        half += sq[:, 3]
+        d_k = np.multiply(w, w)
+        d_i = np.multiply(vi, vi)
+        d_i += d_k  # w^2 + vi^2
+        half = np.multiply(vk, vk)
+        d_k += half  # w^2 + vk^2
+        half += d_i
+        t = np.multiply(vj, vj, out=None)
+        half += t  # |q|^2
         good = half > _NORM2_LOW
         good &= half < _NORM2_HIGH
-    left = None
-    if not good.all():
+    if not good.all():  # the reference maths takes these rows; the identity stands in here
         left = ~good
         chunk = chunk.copy()
         chunk[left] = IDENTITY_QUATERNION
-        sq[left] = IDENTITY_QUATERNION
-        half[left] = 1.0
-    # Strided views: the arithmetic barely minds, a transposed copy would cost more.
-    w, vi, vj, vk = chunk[:, 0], chunk[:, 1 + i], chunk[:, 1 + j], chunk[:, 1 + k]
-    sw, si, sk = sq[:, 0], sq[:, 1 + i], sq[:, 1 + k]
+        chunk, comps, ti, tj, tk, more = _angles(chunk, axes, parity)
+        return chunk, comps, ti, tj, tk, left if more is None else left | more
     # The entries of Blender's matrix that mat3_normalized_to_eulO reads, times |q|^2 / 2.
     half *= 0.5
-    d_i = sw + si  # m[i, i]
-    d_i -= half
-    d_k = sw + sk  # m[k, k]
-    d_k -= half
-    y_i = w * vi  # parity * m[k, j]
-    y_j = w * vj  # -parity * m[k, i]
-    y_k = w * vk  # parity * m[j, i]
-    t = vj * vk
-    (np.add if parity > 0 else np.subtract)(y_i, t, out=y_i)
-    np.multiply(vi, vk, out=t)
-    (np.subtract if parity > 0 else np.add)(y_j, t, out=y_j)
-    np.multiply(vi, vj, out=t)
-    (np.add if parity > 0 else np.subtract)(y_k, t, out=y_k)
+    d_i -= half  # m[i, i]
+    d_k -= half  # m[k, k]
+    plus, minus = (np.add, np.subtract) if parity > 0 else (np.subtract, np.add)
+    y_i = np.multiply(w, vi)  # parity * m[k, j]
+    plus(y_i, np.multiply(vj, vk, out=t), out=y_i)
+    y_j = np.multiply(w, vj)  # -parity * m[k, i]
+    minus(y_j, np.multiply(vi, vk, out=t), out=y_j)
+    y_k = np.multiply(w, vk)  # parity * m[j, i]
+    plus(y_k, np.multiply(vi, vj, out=t), out=y_k)
     cy = np.multiply(d_i, d_i)  # hypot(m[i, i], m[j, i]); the kernel's norms keep this finite
     cy += np.multiply(y_k, y_k, out=t)
     np.sqrt(cy, out=cy)
-    ti = np.arctan2(y_i, d_k)
-    tj = np.arctan2(y_j, cy)
+    ti = np.arctan2(y_i, d_k, out=d_k)
+    tj = np.arctan2(y_j, cy, out=y_j)
     tk = np.arctan2(y_k, d_i, out=d_i)
     half *= _NEAR_LOCK
-    locked = cy <= half
-    if locked.any():
-        left = locked if left is None else left | locked
-    return chunk, (w, vi, vj, vk), ti, tj, tk, left
-
-
-def _circular_distance(angle, middle):
-    """``|angle - middle|`` around the circle, for both in ``[-pi, pi]``."""
-    d = angle - middle
-    np.abs(d, out=d)
-    return np.minimum(d, TWO_PI - d, out=d)
+    locked = np.less_equal(cy, half, out=good)
+    return chunk, (w, vi, vj, vk), ti, tj, tk, locked if locked.any() else None
 
 
 def _allowed(ti, tj, tk, a):
-    """Either Euler triple lies in the arcs ``a`` (the alternative one is ``(ti + pi,
-    pi - tj, tk + pi)``, whose distances from the middles follow from the primary ones)."""
-    d_i = _circular_distance(ti, a.mid_i)
-    d_j = _circular_distance(tj, a.mid_j)
-    d_k = _circular_distance(tk, a.mid_k)
-    primary = d_i <= a.half_i
-    primary &= d_j <= a.half_j
-    primary &= d_k <= a.half_k
-    alternative = d_i >= a.far_i
-    alternative &= d_k >= a.far_k
-    alternative &= _circular_distance(tj, a.mid_j2) <= a.half_j
+    """Either Euler triple lies in the arcs ``a``. The alternative one is ``(ti + pi,
+    pi - tj, tk + pi)``: the circular distances of its first and last angles from the middles
+    follow from the primary ones, its middle angle is ``tj`` reflected."""
+    d = np.empty_like(ti)
+    e = np.empty_like(ti)
+
+    def distance(angle, middle):  # |angle - middle| around the circle, both in [-pi, pi]
+        np.subtract(angle, middle, out=d)
+        np.abs(d, out=d)
+        np.subtract(TWO_PI, d, out=e)
+        return np.minimum(d, e, out=d)
+
+    primary = distance(ti, a.mid_i) <= a.half_i
+    alternative = d >= a.far_i
+    primary &= distance(tk, a.mid_k) <= a.half_k
+    alternative &= d >= a.far_k
+    primary &= distance(tj, a.mid_j) <= a.half_j
+    alternative &= distance(tj, a.mid_j2) <= a.half_j
     return np.logical_or(primary, alternative, out=primary)
-
-
-def _clamped_quarter(turns, a, slot):
-    """A quarter of Blender's ``clamp_angle`` result (up to whole turns) for angles given in
-    ``turns`` (overwritten) as ``(angle - middle) / 2 pi + 1/2``: the fraction of a turn past
-    the point opposite the middle, clipped to the arc (``min`` on a tie, fraction 0, as in
-    Blender), so an angle outside goes to the circularly nearer bound."""
-    f = np.floor(turns)
-    np.subtract(turns, f, out=f)
-    np.maximum(f, getattr(a, "lo_" + slot), out=f)
-    np.minimum(f, getattr(a, "up_" + slot), out=f)
-    f *= 0.5 * np.pi  # (2 pi (f - 1/2) + middle) / 4
-    f += getattr(a, "base_" + slot)
-    return f
-
-
-def _half_tangent(quarter):
-    """``(1 - t^2, 2 t, 1 + t^2)`` with ``t = tan(quarter)``: ``cos`` and ``sin`` of twice
-    ``quarter``, times ``1 + t^2`` (one fast tangent instead of a sine and a cosine; the
-    division is left for once per rotation). ``quarter`` in ``[-pi/2, pi/2]`` is overwritten."""
-    t = np.tan(quarter, out=quarter)
-    t2 = t * t
-    scale = t2 + 1.0
-    np.subtract(1.0, t2, out=t2)
-    t += t
-    return t2, t, scale
 
 
 def _limited(comps, ti, tj, tk, a):
     """The clamped rotations ``(w, vi, vj, vk)`` (on the side of ``comps``) for rows outside."""
     first = np.abs(ti)
-    first += np.abs(tj)
-    first += np.abs(tk)
+    tmp = np.abs(tj)
+    first += tmp
+    first += np.abs(tk, out=tmp)
     # The alternative triple (ti -+ pi, +-pi - tj, tk -+ pi) has the absolute angles pi - |t|,
     # the sum 3 pi - first: Blender keeps the triple with the smaller sum.
     use = first > 1.5 * np.pi
-    # The kept triple's angles in turns from the points opposite the arcs' middles.
-    turn = np.multiply(use, 0.5, out=first)
-    u_i = np.multiply(ti, 1.0 / TWO_PI)
-    u_i += turn
-    u_i += a.shift_i
-    u_k = np.multiply(tk, 1.0 / TWO_PI)
-    u_k += turn
-    u_k += a.shift_k
-    u_j = np.multiply(use, -2.0 / TWO_PI)  # the alternative's middle angle is +-pi - tj
-    u_j += 1.0 / TWO_PI
-    u_j *= tj
-    u_j += turn
-    u_j += a.shift_j
-    ci, si, ni = _half_tangent(_clamped_quarter(u_i, a, "i"))
-    cj, sj, nj = _half_tangent(_clamped_quarter(u_j, a, "j"))
-    ck, sk, nk = _half_tangent(_clamped_quarter(u_k, a, "k"))
-    # q_k * q_j * q_i with q_axis = (cos, sin * axis), e_i x e_j = parity e_k; times ni nj nk.
+    # The kept triple's angles, in turns from the points opposite the arcs' middles, for the
+    # three axes at once; the alternative adds half a turn, its middle angle is +-pi - tj.
+    u = np.empty((3, len(ti)))
+    np.multiply(ti, 1.0 / TWO_PI, out=u[0])
+    np.multiply(use, -2.0 / TWO_PI, out=u[1])
+    u[1] += 1.0 / TWO_PI
+    u[1] *= tj
+    np.multiply(tk, 1.0 / TWO_PI, out=u[2])
+    u += np.multiply(use, 0.5, out=first)
+    u += a.shift
+    # Blender's clamp_angle: the fraction of a turn past the opposite point, clipped to the
+    # arc, so an angle outside goes to the circularly nearer bound (min on a tie, fraction 0).
+    f = np.floor(u)
+    np.subtract(u, f, out=f)
+    np.maximum(f, a.lo, out=f)
+    np.minimum(f, a.up, out=f)
+    f *= 0.5 * np.pi  # a quarter of the clamped angle: (2 pi (f - 1/2) + middle) / 4
+    f += a.base
+    # Half angles by t = tan(angle / 4): cos = (1 - t^2) / (1 + t^2), sin = 2 t / (1 + t^2)
+    # (one fast tangent instead of a sine and a cosine); the divisions are left for once a row.
+    t = np.tan(f, out=f)
+    c = np.multiply(t, t, out=u)
+    n = c + 1.0
+    np.subtract(1.0, c, out=c)
+    t += t
+    (ci, cj, ck), (si, sj, sk) = c, t
+    # q_k * q_j * q_i with q_axis = (cos, sin * axis), e_i x e_j = parity e_k; times n_i n_j n_k.
     plus, minus = (np.add, np.subtract) if a.parity > 0 else (np.subtract, np.add)
     cc, ss, cs, sc = ci * cj, si * sj, ci * sj, si * cj
     qw = ck * cc
     qi = ck * sc
     qj = ck * cs
     qk = sk * cc
-    tmp = ci
     plus(qw, np.multiply(sk, ss, out=tmp), out=qw)
     minus(qi, np.multiply(sk, cs, out=tmp), out=qi)
     plus(qj, np.multiply(sk, sc, out=tmp), out=qj)
@@ -338,9 +329,9 @@ def _limited(comps, ti, tj, tk, a):
     dot += np.multiply(qj, vj, out=tmp)
     dot += np.multiply(qk, vk, out=tmp)
     dot += 0.0  # -0 to +0: only a negative dot flips the result, as in quaternion_toward
-    ni *= nj
-    ni *= nk
-    factor = np.divide(1.0, ni, out=ni)
+    factor = np.multiply(n[0], n[1], out=tmp)
+    factor *= n[2]
+    np.divide(1.0, factor, out=factor)
     np.copysign(factor, dot, out=factor)
     qw *= factor
     qi *= factor
