@@ -138,9 +138,7 @@ _NEAR_LOCK = 1e-2
 
 class _Arcs:
     """Each axis's arc as its middle ``mid_*`` and half width ``half_*`` (``inf`` for a full
-    turn, ``-inf`` for none), in the order's slots ``i, j, k``. ``far_i``/``far_k`` are
-    ``pi - half``: the alternative triple's angle is the primary one plus pi, so it is inside
-    when the primary one is at least that far from the middle. ``mid_j2`` is the middle of the
+    turn, ``-inf`` for none), in the order's slots ``i, j, k``. ``mid_j2`` is the middle of the
     arc that the alternative middle angle ``pi - tj`` must lie in, reflected onto ``tj``.
     For the clamp (no tolerance; ``max <= min`` keeps only ``min``, the middle then) angles are
     measured in turns from the point opposite the middle: ``shift`` moves there, ``lo``, ``up``
@@ -178,8 +176,6 @@ class _Arcs:
         fields["shift"] = 0.5 - mid / TWO_PI
         fields["lo"], fields["up"] = 0.5 - clamp, 0.5 + clamp
         fields["base"] = 0.25 * (mid - np.pi)
-        fields["far_i"] = np.pi - fields["half_i"]
-        fields["far_k"] = np.pi - fields["half_k"]
         if mins.shape[0] == 1:  # one bone: plain floats, (3, 1) columns
             fields = {name: float(value[0]) if value.ndim == 1 else value for name, value in fields.items()}
         self.stacked = mins.shape[0] > 1
@@ -261,22 +257,36 @@ def _angles(chunk, axes, parity):
 def _allowed(ti, tj, tk, a):
     """Either Euler triple lies in the arcs ``a``. The alternative one is ``(ti + pi,
     pi - tj, tk + pi)``: the circular distances of its first and last angles from the middles
-    follow from the primary ones, its middle angle is ``tj`` reflected."""
+    follow from the primary ones, its middle angle is ``tj`` reflected. With ``d = |angle -
+    middle|`` in ``[0, 2 pi]``, the circular distance is within ``h`` when ``d <= h`` or
+    ``d >= 2 pi - h``, and at least ``pi - h`` when ``pi - h <= d <= pi + h`` (comparisons are
+    cheaper than forming ``min(d, 2 pi - d)``)."""
     d = np.empty_like(ti)
-    e = np.empty_like(ti)
 
-    def distance(angle, middle):  # |angle - middle| around the circle, both in [-pi, pi]
+    def offset(angle, middle):
         np.subtract(angle, middle, out=d)
-        np.abs(d, out=d)
-        np.subtract(TWO_PI, d, out=e)
-        return np.minimum(d, e, out=d)
+        return np.abs(d, out=d)
 
-    primary = distance(ti, a.mid_i) <= a.half_i
-    alternative = d >= a.far_i
-    primary &= distance(tk, a.mid_k) <= a.half_k
-    alternative &= d >= a.far_k
-    primary &= distance(tj, a.mid_j) <= a.half_j
-    alternative &= distance(tj, a.mid_j2) <= a.half_j
+    def near(h):  # circular distance <= h
+        inside = d <= h
+        inside |= d >= TWO_PI - h
+        return inside
+
+    def far(h):  # circular distance >= pi - h
+        outside = d >= np.pi - h
+        outside &= d <= np.pi + h
+        return outside
+
+    offset(ti, a.mid_i)
+    primary = near(a.half_i)
+    alternative = far(a.half_i)
+    offset(tk, a.mid_k)
+    primary &= near(a.half_k)
+    alternative &= far(a.half_k)
+    offset(tj, a.mid_j)
+    primary &= near(a.half_j)
+    offset(tj, a.mid_j2)
+    alternative &= near(a.half_j)
     return np.logical_or(primary, alternative, out=primary)
 
 
