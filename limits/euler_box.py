@@ -206,10 +206,11 @@ def _angles(chunk, axes, parity):
 
     ``comps`` are the components ``(w, vi, vj, vk)`` in the order's slots (views of the returned
     ``chunk``, a copy when some rows had to be replaced), ``ti, tj, tk`` Blender's first Euler
-    triple (before it picks the one with the smaller sum) in the slots. ``left`` is ``None`` when the kernel takes every row, else the mask of rows
-    it leaves to the reference maths: non-finite, tiny or huge ones (replaced by the identity
-    here), and those near gimbal lock, where the two angles it couples are ill-conditioned and
-    only the very same arithmetic gives the very same angles.
+    triple (before it picks the one with the smaller sum) in the slots. ``left`` is ``None``
+    when the kernel takes every row, else the mask of rows it leaves to the reference maths:
+    non-finite, tiny or huge ones (replaced by the identity here), and those near gimbal lock,
+    where the two angles it couples are ill-conditioned and only the very same arithmetic gives
+    the very same angles.
     """
     i, j, k = axes
     # Strided views: the arithmetic barely minds, a transposed copy would cost more. Few
@@ -222,7 +223,7 @@ def _angles(chunk, axes, parity):
         half = np.multiply(vk, vk)
         d_k += half  # w^2 + vk^2
         half += d_i
-        t = np.multiply(vj, vj, out=None)
+        t = np.multiply(vj, vj)
         half += t  # |q|^2
         good = half > _NORM2_LOW
         good &= half < _NORM2_HIGH
