@@ -314,3 +314,25 @@ def test_panel_shows_phi_of_the_sdf_grid_for_the_active_bone(clean_file, addon):
     assert inside[0].startswith("phi -") and "(inside)" in inside[0]
     assert outside[0].startswith("phi +") and "(outside)" in outside[0]
     assert outside[1].startswith("Memory") and float(outside[1].split()[1]) > 100, "a 32^3 grid is ~256 kB"
+
+
+def test_rigs_sharing_an_armature_share_its_limits(clean_file, addon):
+    """A linked duplicate (Alt+D) uses the same armature, so the same bones, settings and
+    limits; each rig's own pose is still limited."""
+    obj, pb, _ = _rig_with_limit(addon)
+    limit = _limit(addon, pb)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    with bpy.context.temp_override(selected_objects=[obj], selected_editable_objects=[obj], active_object=obj, object=obj):
+        assert bpy.ops.object.duplicate(linked=True) == {"FINISHED"}
+    twin = next(o for o in bpy.data.objects if o != obj and o.type == "ARMATURE")
+    assert twin.data == obj.data and twin.pose.bones["lower"].joint_limit.has_limit
+    for rig in (obj, twin):
+        rig.animation_data.action = None
+    set_local_rotation(twin.pose.bones["lower"], IMPOSSIBLE, addon.limits.quaternion)
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    assert limit.violation(evaluated_local_rotation(twin, "lower")) < 1e-3
+    assert limit.violation(evaluated_local_rotation(obj, "lower")) == 0.0  # its own pose, untouched
+
+    twin.pose.bones["lower"].joint_limit.model = "ellipsoid"  # refits the one shared limit
+    assert _limit(addon, obj.pose.bones["lower"]).model.kind == "ellipsoid"
