@@ -21,6 +21,7 @@ from limits.kdop import (
     KDopLimit,
     _nearest_polygon_edge,
     cached_tables,
+    interior_margin,
     kdop_offsets,
     nearest_in_kdop,
     swing_plane_polygon,
@@ -944,3 +945,16 @@ def test_single_precision_tables_are_stored_as_float32_and_read_back_exactly():
     rounded = SinusTextureLimit.round_single("image", image)
     assert np.all(rounded[..., TWIST_MIN] <= image[..., TWIST_MIN]) and np.all(rounded[..., TWIST_MAX] >= image[..., TWIST_MAX])
     assert np.array_equal(rounded, rounded.astype(np.float32))
+
+
+def test_kdop_interior_margin_alone_equals_the_tables_and_rejects_flat_kdops():
+    """Validation computes the interior margin without the projection tables: the same value."""
+    rng = np.random.default_rng(11)
+    fitted = [KDopLimit.fit(quaternion_from_exp_map(rng.normal(size=(200, 3)) * s)) for s in (0.05, 0.3, 1.0)]
+    offsets = np.stack([kdop_offsets(m.params["mins"], m.params["maxs"]) for m in fitted])
+    flat = kdop_offsets(np.zeros(13), np.r_[np.zeros(1), np.ones(12)])  # slab 0 of width zero
+    empty = kdop_offsets(np.ones(13), np.r_[np.ones(1) * -1.0, np.ones(12) * 2.0])  # no point in slab 0
+    offsets = np.concatenate((offsets, flat[None], empty[None]))
+    margin = interior_margin(offsets)
+    np.testing.assert_array_equal(margin, cached_tables(offsets)["interior_margin"])
+    assert np.all(margin[:3] > 1e-3) and np.all(margin[3:] < 1e-7)
