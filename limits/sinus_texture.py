@@ -832,29 +832,20 @@ class SinusTextureLimit(LimitModel):
             return self._runtime_cache
         layout = self.config["layout"]
         h, w = self.config["height"], self.config["width"]
-        image = self.params["image"].reshape((-1, h, w, 4))
+        image = self.params["image"].reshape((-1, h * w, 4))
         nearest = self.params["nearest"].reshape((-1, h * w, 3))
-        bones = image.shape[0]
-        pad = np.stack([sm.padded(img, layout) for img in image])  # (B, H+2, W+2, 4)
-        mask = (image[..., MASK] > 0.5).reshape(-1)
-        # twist ranges at the table points
-        u, v = sm._FORWARD[layout](nearest[..., 0], nearest[..., 1], nearest[..., 2])
-        ranges = np.empty((bones, h * w, 2))
-        for b in range(bones):
-            taps, weights = bilinear_taps(u[b], v[b], layout, (h, w))
-            flat = image[b].reshape(-1, 4)
-            ranges[b, :, 0] = np.sum(flat[taps, TWIST_MIN] * weights, axis=-1)
-            ranges[b, :, 1] = np.sum(flat[taps, TWIST_MAX] * weights, axis=-1)
+        pad_index = sm.padded_texels(layout, (h, w))
+        # each channel's padded tables of every bone, gathered straight into one flat array
+        tables = {name: np.take(image[..., c], pad_index, axis=1).reshape(-1) for name, c in _PADDED_CHANNELS}
+        nearest_xyz = tuple(np.ascontiguousarray(nearest[..., i]).reshape(-1) for i in range(3))
         self._runtime_cache = {
             "layout": layout,
             "shape": (h, w),
             "bones_shape": self.params["image"].shape[:-3],
-            "mask": mask,
-            "twist_min": np.ascontiguousarray(pad[..., TWIST_MIN]).reshape(-1),
-            "twist_max": np.ascontiguousarray(pad[..., TWIST_MAX]).reshape(-1),
-            "stress": np.ascontiguousarray(pad[..., STRESS]).reshape(-1),
-            "nearest_xyz": tuple(np.ascontiguousarray(nearest[..., i]).reshape(-1) for i in range(3)),
-            "ranges": ranges.reshape(-1, 2),
+            "mask": (image[..., MASK] > 0.5).reshape(-1),
+            **tables,
+            "nearest_xyz": nearest_xyz,
+            "ranges": _table_ranges(nearest_xyz, tables, image, layout, (h, w)),
         }
         return self._runtime_cache
 
@@ -1116,6 +1107,59 @@ class SinusTextureLimit(LimitModel):
             base = base + bone * ((h + 2) * (w + 2))
         low, high = _bilinear_pair(rt["twist_min"], rt["twist_max"], base, fx, fy, w + 2)
         return np.stack((low, high), axis=-1)
+
+
+#: Channels kept as padded flat tables at run time.
+_PADDED_CHANNELS = (("twist_min", TWIST_MIN), ("twist_max", TWIST_MAX), ("stress", STRESS))
+
+
+def _table_ranges(nearest_xyz, tables, image, layout, shape):
+    """Twist ranges ``(B * H * W, 2)`` at the nearest-boundary table points ``nearest_xyz``
+    (three flat component arrays) of every bone, in chunks of :data:`CHUNK_ROWS` rows (several
+    bones at a time): see :func:`_ranges_at_uv`."""
+    h, w = shape
+    nx, ny, nz = nearest_xyz
+    total = nx.size
+    ranges = np.empty((total, 2))
+    step = max(CHUNK_ROWS, h * w)
+    for start in range(0, total, step):
+        stop = min(start + step, total)
+        u, v = sm._FORWARD[layout](nx[start:stop], ny[start:stop], nz[start:stop])
+        bone = np.arange(start, stop) // (h * w)
+        ranges[start:stop] = _ranges_at_uv(u, v, bone, tables, image, layout, shape)
+    return ranges
+
+
+def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
+    """Twist ranges ``(n, 2)`` at texture coordinates ``u, v (n,)`` of bones ``bone (n,)``: the
+    bilinear interpolation of :func:`bilinear_taps` (same weights, same sums), with the taps read
+    from the padded ``tables`` (flat, every bone), which hold the texels the seams wrap to. A tap
+    beyond the one-texel border (a point a rounding step outside the texture) takes the wrapped
+    path in ``image (B, H * W, 4)``."""
+    h, w = shape
+    stride = w + 2
+    x = u * w - 0.5
+    y = v * h - 0.5
+    x0 = np.floor(x)
+    y0 = np.floor(y)
+    fx = x - x0
+    fy = y - y0
+    x0 = x0.astype(np.int64)
+    y0 = y0.astype(np.int64)
+    weights = np.stack(((1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy), axis=-1)
+    base = (y0 + 1) * stride + (x0 + 1) + bone * ((h + 2) * stride)
+    taps = np.stack((base, base + 1, base + stride, base + stride + 1), axis=-1)
+    out = np.empty((len(u), 2))
+    for column, name in ((0, "twist_min"), (1, "twist_max")):
+        out[:, column] = np.sum(tables[name].take(taps, mode="clip") * weights, axis=-1)
+    outside = np.flatnonzero((x0 < -1) | (x0 >= w) | (y0 < -1) | (y0 >= h))
+    if outside.size:
+        wrapped, wrapped_weights = bilinear_taps(u[outside], v[outside], layout, shape)
+        flat = image.reshape(-1, 4)
+        wrapped = wrapped + (bone[outside] * (h * w))[:, None]
+        out[outside, 0] = np.sum(flat[wrapped, TWIST_MIN] * wrapped_weights, axis=-1)
+        out[outside, 1] = np.sum(flat[wrapped, TWIST_MAX] * wrapped_weights, axis=-1)
+    return out
 
 
 def _bilinear_pair(low_table, high_table, base, fx, fy, stride):

@@ -409,10 +409,21 @@ def neighbour_texels(layout, shape, diagonal=True):
     return np.stack([shifted_texels(layout, tuple(shape), dr, dc) for dr, dc in offsets])
 
 
+@functools.lru_cache(maxsize=16)
+def padded_texels(layout, shape):
+    """Flat texel index ``((H + 2) * (W + 2),)`` int64 of every texel of the texture with a
+    one-texel border continued across the seams (see :func:`padded`; read-only, cached)."""
+    h, w = shape
+    rows, cols = np.meshgrid(np.arange(-1, h + 1), np.arange(-1, w + 1), indexing="ij")
+    r, c = wrap_texels(rows, cols, layout, (h, w))
+    out = (r * w + c).ravel()
+    out.flags.writeable = False
+    return out
+
+
 def padded(image, layout):
     """``image (H, W, ...)`` with a one-texel border ``(H + 2, W + 2, ...)`` copied across the
     seams, so bilinear lookups near the edges need no wrapping."""
     h, w = image.shape[:2]
-    rows, cols = np.meshgrid(np.arange(-1, h + 1), np.arange(-1, w + 1), indexing="ij")
-    r, c = wrap_texels(rows, cols, layout, (h, w))
-    return image[r, c]
+    flat = image.reshape((h * w,) + image.shape[2:])
+    return flat[padded_texels(layout, (int(h), int(w)))].reshape((h + 2, w + 2) + image.shape[2:])

@@ -17,6 +17,8 @@ from limits.sinus_texture import (
     TWIST_MAX,
     TWIST_MIN,
     SinusTextureLimit,
+    _ranges_at_uv,
+    bilinear_taps,
     count_islands,
     direction_twist,
     from_kelly_rgba8,
@@ -482,6 +484,54 @@ def test_stack_equals_per_model():
     assert other.group_key() != m1.group_key()
     with pytest.raises(ValueError, match="cannot stack"):
         SinusTextureLimit.stack([m1, other])
+
+
+def _reference_ranges(image, u, v, layout):
+    """Twist ranges ``(B, n, 2)`` at texture coordinates ``u, v (B, n)`` as first computed: bone
+    by bone with :func:`bilinear_taps` (wrapping every tap)."""
+    h, w = image.shape[-3:-1]
+    out = []
+    for img, bu, bv in zip(image.reshape(-1, h * w, 4), u, v):
+        taps, weights = bilinear_taps(bu, bv, layout, (h, w))
+        out.append(np.stack([np.sum(img[taps, ch] * weights, axis=-1) for ch in (TWIST_MIN, TWIST_MAX)], axis=-1))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("layout", sm.LAYOUTS)
+def test_runtime_tables_equal_per_bone_reference(layout):
+    """The runtime tables, built for all bones at once from the padded tables, are the per-bone
+    wrap-and-interpolate ones (``padded`` and :func:`bilinear_taps`), single and stacked."""
+    rng = np.random.default_rng(21)
+    size = 16 if layout == "kelly" else 24
+    perms = ([0, 1, 2, 3], [0, 3, 2, 1], [0, 2, 1, 3])
+    models = [SinusTextureLimit.fit(cone_cloud(3000, rng)[:, p], size=size, layout=layout) for p in perms]
+    h, w = models[0].params["image"].shape[:2]
+    rows, cols = np.meshgrid(np.arange(-1, h + 1), np.arange(-1, w + 1), indexing="ij")
+    r, c = sm.wrap_texels(rows, cols, layout, (h, w))
+    stacked = SinusTextureLimit.stack(models)
+    for model in models + [stacked, SinusTextureLimit.stack([SinusTextureLimit.stack(models[:2])] * 2)]:
+        rt = model._runtime()
+        image = model.params["image"].reshape(-1, h, w, 4)
+        pad = np.stack([img[r, c] for img in image])
+        np.testing.assert_array_equal(np.stack([sm.padded(img, layout) for img in image]), pad)
+        for name, channel in (("twist_min", TWIST_MIN), ("twist_max", TWIST_MAX), ("stress", STRESS)):
+            np.testing.assert_array_equal(rt[name], pad[..., channel].ravel(), err_msg=name)
+        np.testing.assert_array_equal(rt["mask"], image[..., MASK].ravel() > 0.5)
+        table = model.params["nearest"].reshape(-1, h * w, 3)
+        np.testing.assert_array_equal(np.stack(rt["nearest_xyz"], axis=-1), table.reshape(-1, 3))
+        # numpy's arctan may differ by an ulp between its vector and scalar loops, which it picks
+        # by memory layout: the forward map is compared to the interpolation, not bit for bit
+        u, v = sm._FORWARD[layout](table[..., 0], table[..., 1], table[..., 2])
+        np.testing.assert_allclose(rt["ranges"], _reference_ranges(image, u, v, layout).reshape(-1, 2), rtol=0, atol=1e-12)
+    # the interpolation itself is exact, also for points a rounding step outside the texture
+    # (beyond the padded border: those rows take the wrapped path)
+    rt = stacked._runtime()
+    u = rng.uniform(-0.2, 1.2, size=(3, 4000))
+    v = rng.uniform(-0.2, 1.2, size=(3, 4000))
+    bone = np.repeat(np.arange(3), 4000)
+    image = stacked.params["image"].reshape(3, -1, 4)
+    ranges = _ranges_at_uv(u.ravel(), v.ravel(), bone, rt, image, layout, (h, w))
+    np.testing.assert_array_equal(ranges, _reference_ranges(stacked.params["image"], u, v, layout).reshape(-1, 2))
 
 
 def test_dict_json_and_npz_round_trips():
