@@ -590,6 +590,9 @@ class SinusTextureLimit(LimitModel):
     def __init__(self, params, config=None):
         super().__init__(params, config)
         self._runtime_cache = None
+        #: per bone, the texture coordinates ``(u, v)`` of the nearest-boundary table points as
+        #: :meth:`validate` computed them; the runtime tables (or a stack) take them over
+        self._table_uv = None
         self.report = {}
 
     # -- construction --------------------------------------------------------------------------
@@ -809,17 +812,46 @@ class SinusTextureLimit(LimitModel):
             raise ValueError(f"{self.kind} limit: 'nearest' must hold unit directions")
         flat_mask = image[..., MASK].reshape(-1, shape[0] * shape[1]) > 0.5
         table = nearest.reshape(-1, shape[0] * shape[1], 3)
+        table_uv = []
         for m, t in zip(flat_mask, table, strict=True):
-            ok = _allowed_at(m, t[~m], layout, shape)
-            if not ok.all():
+            # every table point's texture coordinates (the runtime tables need them too)
+            u, v = sm._FORWARD[layout](t[:, 0], t[:, 1], t[:, 2])
+            table_uv.append((u, v))
+            forbidden = ~m
+            if not m[sm.uv_to_texel(u[forbidden], v[forbidden], shape)].all():
                 raise ValueError(
                     f"{self.kind} limit: the nearest-boundary table does not match the mask "
                     "(recompute it with with_mask / from_image after editing)"
                 )
+        self._table_uv = table_uv
 
     def group_key(self):
         """Only textures of one layout and size stack."""
         return (self.kind, self.config["layout"], self.config["height"], self.config["width"])
+
+    @classmethod
+    def stack(cls, models):
+        """:meth:`LimitModel.stack`, without rounding the stacked image to single precision
+        again (every model's image was rounded when it was made, and params are not modified in
+        place, so the stack is already exact in float32), and handing the members' table
+        coordinates from validation on to the stack's runtime tables."""
+        models = list(models)
+        if not models:
+            raise ValueError("stack needs at least one model")
+        keys = {m.group_key() for m in models}
+        if len(keys) != 1:
+            raise ValueError(f"cannot stack limit models of different kinds or settings: {sorted(keys)}")
+        first = models[0]
+        out = cls.__new__(type(first))
+        out.params = {name: np.stack([m.params[name] for m in models]) for name in first.params}
+        out.config = dict(first.config)
+        out._runtime_cache = None
+        parts = [m._table_uv for m in models]
+        out._table_uv = None if any(p is None for p in parts) else [uv for p in parts for uv in p]
+        for m in models:  # taken over: each member's own runtime would compute them again
+            m._table_uv = None
+        out.report = {}
+        return out
 
     def _check_single(self):
         if self.params["image"].ndim != 3:
@@ -838,6 +870,7 @@ class SinusTextureLimit(LimitModel):
         # each channel's padded tables of every bone, gathered straight into one flat array
         tables = {name: np.take(image[..., c], pad_index, axis=1).reshape(-1) for name, c in _PADDED_CHANNELS}
         nearest_xyz = tuple(np.ascontiguousarray(nearest[..., i]).reshape(-1) for i in range(3))
+        table_uv, self._table_uv = self._table_uv, None
         self._runtime_cache = {
             "layout": layout,
             "shape": (h, w),
@@ -845,7 +878,7 @@ class SinusTextureLimit(LimitModel):
             "mask": (image[..., MASK] > 0.5).reshape(-1),
             **tables,
             "nearest_xyz": nearest_xyz,
-            "ranges": _table_ranges(nearest_xyz, tables, image, layout, (h, w)),
+            "ranges": _table_ranges(nearest_xyz, tables, image, layout, (h, w), table_uv),
         }
         return self._runtime_cache
 
@@ -1113,14 +1146,20 @@ class SinusTextureLimit(LimitModel):
 _PADDED_CHANNELS = (("twist_min", TWIST_MIN), ("twist_max", TWIST_MAX), ("stress", STRESS))
 
 
-def _table_ranges(nearest_xyz, tables, image, layout, shape):
+def _table_ranges(nearest_xyz, tables, image, layout, shape, table_uv=None):
     """Twist ranges ``(B * H * W, 2)`` at the nearest-boundary table points ``nearest_xyz``
     (three flat component arrays) of every bone, in chunks of :data:`CHUNK_ROWS` rows (several
-    bones at a time): see :func:`_ranges_at_uv`."""
+    bones at a time): see :func:`_ranges_at_uv`. ``table_uv``: the points' texture coordinates,
+    ``(u, v)`` per bone, when they are known already."""
     h, w = shape
     nx, ny, nz = nearest_xyz
     total = nx.size
     ranges = np.empty((total, 2))
+    if table_uv is not None and len(table_uv) * h * w == total:
+        for b, (u, v) in enumerate(table_uv):
+            bone = np.full(u.shape, b)
+            ranges[b * h * w : (b + 1) * h * w] = _ranges_at_uv(u, v, bone, tables, image, layout, shape)
+        return ranges
     step = max(CHUNK_ROWS, h * w)
     for start in range(0, total, step):
         stop = min(start + step, total)
@@ -1146,13 +1185,16 @@ def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
     fy = y - y0
     x0 = x0.astype(np.int64)
     y0 = y0.astype(np.int64)
-    weights = np.stack(((1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy), axis=-1)
-    base = (y0 + 1) * stride + (x0 + 1) + bone * ((h + 2) * stride)
-    taps = np.stack((base, base + 1, base + stride, base + stride + 1), axis=-1)
-    out = np.empty((len(u), 2))
-    for column, name in ((0, "twist_min"), (1, "twist_max")):
-        out[:, column] = np.sum(tables[name].take(taps, mode="clip") * weights, axis=-1)
+    base = y0 + 1
+    base *= stride
+    base += x0 + 1
+    base += bone * ((h + 2) * stride)
     outside = np.flatnonzero((x0 < -1) | (x0 >= w) | (y0 < -1) | (y0 >= h))
+    if outside.size:
+        base[outside] = 0  # in range; replaced below
+    # the weights (1 - fx)(1 - fy), fx(1 - fy), (1 - fx)fy, fx fy summed in tap order, as the
+    # sum over bilinear_taps' four taps adds them
+    out = np.stack(_bilinear_pair(tables["twist_min"], tables["twist_max"], base, fx, fy, stride), axis=-1)
     if outside.size:
         wrapped, wrapped_weights = bilinear_taps(u[outside], v[outside], layout, shape)
         flat = image.reshape(-1, 4)

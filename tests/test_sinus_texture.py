@@ -534,6 +534,35 @@ def test_runtime_tables_equal_per_bone_reference(layout):
     np.testing.assert_array_equal(ranges, _reference_ranges(stacked.params["image"], u, v, layout).reshape(-1, 2))
 
 
+def test_stack_takes_over_validated_table_coordinates():
+    """Validation keeps each model's table points' texture coordinates; a stack takes them over
+    for its runtime tables (and stacks the params as they are), which then equal those of a
+    stack that computes everything itself."""
+    fitted = [SinusTextureLimit.fit(cone_cloud(3000)[:, p], size=32) for p in ([0, 1, 2, 3], [0, 3, 2, 1])]
+    models = [SinusTextureLimit.from_dict(m.to_dict()) for m in fitted]
+    assert all(len(m._table_uv) == 1 for m in models)
+    stacked = SinusTextureLimit.stack(models)
+    assert all(m._table_uv is None for m in models) and len(stacked._table_uv) == 2
+    reference = LimitModel.stack(fitted)
+    assert reference._table_uv is None
+    for name in ("image", "nearest"):
+        np.testing.assert_array_equal(stacked.params[name], reference.params[name])
+    assert stacked.config == reference.config and stacked.group_key() == reference.group_key()
+    rt, expected = stacked._runtime(), reference._runtime()
+    assert stacked._table_uv is None
+    for name in ("mask", "twist_min", "twist_max", "stress"):
+        np.testing.assert_array_equal(rt[name], expected[name], err_msg=name)
+    # ulp-level freedom only: numpy's arctan picks its vector or scalar loop by memory layout
+    np.testing.assert_allclose(rt["ranges"], expected["ranges"], rtol=0, atol=1e-12)
+    q = quaternion_random(4000, 5).reshape(2000, 2, 4)
+    np.testing.assert_array_equal(stacked.contains(q), reference.contains(q))
+    np.testing.assert_allclose(stacked.project(q), reference.project(q), rtol=0, atol=1e-12)
+    # a model validated but never stacked uses its own coordinates
+    single = SinusTextureLimit.from_dict(fitted[0].to_dict())
+    np.testing.assert_allclose(single._runtime()["ranges"], fitted[0]._runtime()["ranges"], rtol=0, atol=1e-12)
+    assert single._table_uv is None
+
+
 def test_dict_json_and_npz_round_trips():
     rng = np.random.default_rng(12)
     cloud = cone_cloud(3000, rng)
