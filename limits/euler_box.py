@@ -44,7 +44,7 @@ There is no SWING_TWIST mode.
 import numpy as np
 
 from .constants import EPS, EULER_ORDERS, IDENTITY_QUATERNION
-from .model import LimitModel, MovedProjection, register_model
+from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     euler_from_quaternion,
@@ -384,13 +384,14 @@ def _check_order(order):
 
 
 @register_model
-class EulerBoxLimit(MovedProjection, LimitModel):
+class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
     kind = "euler_box"
     ui_order = 10
     FIT_OPTIONS = ("padding", "order")
     label = "Euler Box"
     description = "Min/max per Euler angle, like Blender's Limit Rotation constraint (the usual baseline)"
     PARAM_SHAPES = {"mins": (3,), "maxs": (3,)}
+    LEAD_PARAM = "mins"
 
     @classmethod
     def fit(cls, rotations, order="XYZ", padding=0.05, mode="FULL", twist_axis=None):
@@ -456,22 +457,8 @@ class EulerBoxLimit(MovedProjection, LimitModel):
             arcs = cache[key] = _Arcs(mins, maxs, self.config["order"], tolerance)
         return arcs
 
-    def _rows(self, q):
-        """``(rows (R, 4), bone (R,) or None, lead shape)``: queries flattened against the
-        stacked bone axes of the params."""
-        lead_params = self.params["mins"].shape[:-1]
-        lead = np.broadcast_shapes(q.shape[:-1], lead_params)
-        rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
-        if not lead_params:
-            return rows, None, lead
-        count = int(np.prod(lead_params))
-        bone = np.broadcast_to(np.arange(count).reshape(lead_params), lead).reshape(-1)
-        return rows, bone, lead
-
     def _bone_params(self, bone):
-        if bone is None:
-            return self.params["mins"], self.params["maxs"]
-        return self.params["mins"].reshape(-1, 3)[bone], self.params["maxs"].reshape(-1, 3)[bone]
+        return self._per_row("mins", bone), self._per_row("maxs", bone)
 
     # -- the reference maths (rows the fast kernel leaves: non-finite, tiny or huge) ------------
     def _triples(self, q):

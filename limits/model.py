@@ -167,15 +167,20 @@ class LimitModel:
     @classmethod
     def stack(cls, models):
         """One model whose params carry a leading bone axis, from models with one group key."""
+        models, params = cls._stacked_params(models)
+        return type(models[0])(params, models[0].config)
+
+    @staticmethod
+    def _stacked_params(models):
+        """``(models (list), params)``: the models' params stacked along a new leading axis;
+        ``ValueError`` unless there are models and they share one group key."""
         models = list(models)
         if not models:
             raise ValueError("stack needs at least one model")
         keys = {m.group_key() for m in models}
         if len(keys) != 1:
             raise ValueError(f"cannot stack limit models of different kinds or settings: {sorted(keys)}")
-        first = models[0]
-        params = {name: np.stack([m.params[name] for m in models]) for name in first.params}
-        return type(first)(params, first.config)
+        return models, {name: np.stack([m.params[name] for m in models]) for name in models[0].params}
 
     def __repr__(self):
         shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in self.params.items())

@@ -452,18 +452,22 @@ def fill_smooth(values, known, layout=sm.DEFAULT_LAYOUT, iterations=6):
     return out.reshape(h, w, channels)
 
 
-def bilinear_taps(u, v, layout, shape):
-    """Flat texel indices ``(..., 4)`` and weights ``(..., 4)`` of bilinear interpolation between
-    texel centres at texture coordinates ``u, v``, across the layout's seams."""
+def _texel_corner(u, v, shape):
+    """``(x0, y0, fx, fy)``: the texel (column, row; int64) whose centre is the bilinear
+    interpolation's first tap at texture coordinates ``u, v``, and the fractions past it."""
     h, w = shape
     x = np.asarray(u) * w - 0.5
     y = np.asarray(v) * h - 0.5
     x0 = np.floor(x)
     y0 = np.floor(y)
-    fx = x - x0
-    fy = y - y0
-    x0 = x0.astype(np.int64)
-    y0 = y0.astype(np.int64)
+    return x0.astype(np.int64), y0.astype(np.int64), x - x0, y - y0
+
+
+def bilinear_taps(u, v, layout, shape):
+    """Flat texel indices ``(..., 4)`` and weights ``(..., 4)`` of bilinear interpolation between
+    texel centres at texture coordinates ``u, v``, across the layout's seams."""
+    x0, y0, fx, fy = _texel_corner(u, v, shape)
+    w = shape[1]
     rows = np.stack((y0, y0, y0 + 1, y0 + 1), axis=-1)
     cols = np.stack((x0, x0 + 1, x0, x0 + 1), axis=-1)
     r, c = sm.wrap_texels(rows, cols, layout, shape)
@@ -835,16 +839,10 @@ class SinusTextureLimit(LimitModel):
         again (every model's image was rounded when it was made, and params are not modified in
         place, so the stack is already exact in float32), and handing the members' table
         coordinates from validation on to the stack's runtime tables."""
-        models = list(models)
-        if not models:
-            raise ValueError("stack needs at least one model")
-        keys = {m.group_key() for m in models}
-        if len(keys) != 1:
-            raise ValueError(f"cannot stack limit models of different kinds or settings: {sorted(keys)}")
-        first = models[0]
-        out = cls.__new__(type(first))
-        out.params = {name: np.stack([m.params[name] for m in models]) for name in first.params}
-        out.config = dict(first.config)
+        models, params = cls._stacked_params(models)
+        out = cls.__new__(type(models[0]))
+        out.params = params
+        out.config = dict(models[0].config)
         out._runtime_cache = None
         parts = [m._table_uv for m in models]
         out._table_uv = None if any(p is None for p in parts) else [uv for p in parts for uv in p]
@@ -1177,14 +1175,7 @@ def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
     path in ``image (B, H * W, 4)``."""
     h, w = shape
     stride = w + 2
-    x = u * w - 0.5
-    y = v * h - 0.5
-    x0 = np.floor(x)
-    y0 = np.floor(y)
-    fx = x - x0
-    fy = y - y0
-    x0 = x0.astype(np.int64)
-    y0 = y0.astype(np.int64)
+    x0, y0, fx, fy = _texel_corner(u, v, shape)
     base = y0 + 1
     base *= stride
     base += x0 + 1
