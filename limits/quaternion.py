@@ -146,45 +146,53 @@ def quaternion_rotate(q, v):
     return v + w * t + np.cross(u, t)
 
 
-def _norm3(x, y, z):
+def _norm3(x, y, z, out=None, work=None):
     """``sqrt(x^2 + y^2 + z^2)`` from components (much faster than ``np.linalg.norm`` over a
-    short last axis)."""
-    n = x * x
-    n += y * y
-    n += z * z
+    short last axis); ``out`` and ``work`` are optional buffers for the result and a square."""
+    n = np.multiply(x, x, out=out)
+    n += np.multiply(y, y, out=work)
+    n += np.multiply(z, z, out=work)
     return np.sqrt(n, out=n)
 
 
-def exp_map_into(w, x, y, z, out):
+def exp_map_into(w, x, y, z, out, work=None):
     """Write the exp maps of the quaternions with components ``w, x, y, z`` (equal shapes,
-    possibly strided views) into ``out (..., 3)``; see :func:`exp_map_from_quaternion`."""
-    s = _norm3(x, y, z)
-    scale = np.arctan2(s, w)
+    possibly strided views) into ``out (..., 3)``; see :func:`exp_map_from_quaternion`.
+
+    ``out`` may also be a sequence of three arrays (the components), and ``work`` two
+    scratch arrays shaped like ``w`` (reused buffers of a batched caller).
+    """
+    s, scale = (None, None) if work is None else work
+    s = _norm3(x, y, z, s, scale)
+    scale = np.arctan2(s, w, out=scale)
     scale *= 2.0
     regular = s > EPS
     if not regular.all():  # tiny vector parts (and NaN): the limit 2 (w ~ 1)
         s[~regular] = 1.0
         scale[~regular] = 2.0
     scale /= s
-    np.multiply(x, scale, out=out[..., 0])
-    np.multiply(y, scale, out=out[..., 1])
-    np.multiply(z, scale, out=out[..., 2])
+    columns = (out[..., 0], out[..., 1], out[..., 2]) if isinstance(out, np.ndarray) else out
+    np.multiply(x, scale, out=columns[0])
+    np.multiply(y, scale, out=columns[1])
+    np.multiply(z, scale, out=columns[2])
     return out
 
 
-def quaternion_from_exp_map_into(x, y, z, out):
+def quaternion_from_exp_map_into(x, y, z, out, work=None):
     """Write the unit quaternions of the exp maps with components ``x, y, z`` into
-    ``out (..., 4)``; see :func:`quaternion_from_exp_map`.
+    ``out (..., 4)``; see :func:`quaternion_from_exp_map`. ``work``: optional four scratch
+    arrays shaped like ``x`` (reused buffers of a batched caller).
 
     With ``t = tan(angle / 4)``: ``cos(angle / 2) = (1 - t^2) / (1 + t^2)`` and
     ``sin(angle / 2) = 2 t / (1 + t^2)``, one (vectorized, fast) tangent instead of a sine and a
     cosine; both are accurate to a few units in the last place for every angle.
     """
-    angle = _norm3(x, y, z)
-    t = np.multiply(angle, 0.25)
+    angle, t, t2, inv = (None,) * 4 if work is None else work
+    angle = _norm3(x, y, z, angle, t2)
+    t = np.multiply(angle, 0.25, out=t)
     np.tan(t, out=t)
-    t2 = t * t
-    inv = t2 + 1.0
+    t2 = np.multiply(t, t, out=t2)
+    inv = np.add(t2, 1.0, out=inv)
     np.divide(1.0, inv, out=inv)
     np.subtract(1.0, t2, out=t2)
     np.multiply(t2, inv, out=out[..., 0])

@@ -456,15 +456,30 @@ class ShapeLimit(MovedProjection, LimitModel):
         # Shapes lying well inside their ball skip ``_keep_in_ball`` (its test costs about as
         # much as a box's projection); the bound is worth computing for large inputs only.
         in_ball = self._in_ball(shapes) if size >= IN_BALL_ROWS else None
-        if size > CHUNK_ROWS and self._unbatched():
+        unbatched = self._unbatched()
+        lean = self._lean_projection(shapes, min(size, CHUNK_ROWS)) if unbatched and in_ball is not None and all(in_ball) else None
+        if (size > CHUNK_ROWS or lean is not None) and unbatched:
             flat = q.reshape(-1, 4)
             out = np.empty(flat.shape)
             moved = np.empty(len(flat), dtype=bool)
             for start in range(0, size, CHUNK_ROWS):
                 stop = min(start + CHUNK_ROWS, size)
-                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes, in_ball)
+                chunk = flat[start:stop]
+                if lean is None or not lean(chunk, out[start:stop], moved[start:stop]):
+                    out[start:stop], moved[start:stop] = self._project_rows(chunk, shapes, in_ball)
             return out.reshape(q.shape), moved.reshape(q.shape[:-1])
         return self._project_rows(q, shapes, in_ball)
+
+    def _lean_projection(self, shapes, rows):
+        """A dedicated projection of batches of up to ``rows`` rows, or None (the generic path).
+
+        Called for unbatched models whose shapes lie in their balls, on inputs of at least
+        :data:`IN_BALL_ROWS` rows; returns ``project(rows (n, 4), out (n, 4), moved (n,)) ->
+        bool`` that fills ``out`` and ``moved`` exactly as :meth:`_project_rows` would and
+        returns True, or returns False (leaving them to the generic path) for rows it does not
+        handle.
+        """
+        return None
 
     def _radii(self):
         """The radius of the ball holding each shape's points: an exp map's norm is below 2 pi,
