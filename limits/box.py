@@ -13,15 +13,16 @@ Projection clamps each coordinate: for a box this is exactly the nearest point (
 
 import numpy as np
 
+from .constants import BONE_AXIS, EPS
 from .model import register_model
 from .quaternion import exp_map_into, quaternion_from_exp_map, quaternion_from_exp_map_into
-from .shape_limit import ShapeLimit, clamp_rows
+from .shape_limit import ShapeLimit, _bone_axis_rotations, _general_swing_twist_points, _is_bone_axis, clamp_rows
 
 
 def _clamp_moved(points, mins, maxs, clamped, moved, differ):
     """Clamp the point components ``points[i]`` into ``clamped[i]`` and flag in ``moved`` the
     rows where a component changed (as ``clamp_rows`` and ``rows_differ``, per component)."""
-    for i in range(3):
+    for i in range(len(points)):
         np.maximum(points[i], mins[i], out=clamped[i])
         np.minimum(clamped[i], maxs[i], out=clamped[i])
         np.not_equal(clamped[i], points[i], out=moved if i == 0 else differ)
@@ -60,7 +61,128 @@ class _FullProjection:
             return True
         quaternion_from_exp_map_into(clamped[0], clamped[1], clamped[2], out, work=(b[0], b[1], b[2], b[6]))
         if count < n:
-            _restore_rows(out, q, np.flatnonzero(~moved))
+            _restore_rows(out, q, ~moved)
+        return True
+
+
+class _SwingTwistProjection:
+    """The SWING_TWIST-mode box projection (twist axis +Y) of one batch of finite rows, fused
+    like :class:`_FullProjection`: the swing-twist split of ``_bone_axis_swing_twist_points``,
+    the clamp and the recomposition of ``_bone_axis_rotations``, the same operations in the
+    same order on contiguous component buffers. Only the components that can change are
+    computed: the swing's x and z and the twist angle (the flattening of the generic path keeps
+    the swing's y and the twist's x and z at zero, so they never move a row), and products
+    with the swing quaternion's zero y component are left out (exact, see ``__call__``)."""
+
+    def __init__(self, shapes, rows):
+        swing, twist = shapes
+        self.mins = [float(swing["mins"][0]), float(swing["mins"][2]), float(twist["mins"][1])]
+        self.maxs = [float(swing["maxs"][0]), float(swing["maxs"][2]), float(twist["maxs"][1])]
+        self.buffers = np.empty((7, rows + 8))  # padded rows, see _FullProjection
+        self.flags = np.empty((2, rows), dtype=bool)
+
+    def __call__(self, q, out, moved):
+        if not _all_finite(q):
+            return False  # non-finite rows: the generic path
+        n = len(q)
+        A, B, C, D, E, F, G = self.buffers[:, :n]
+        regular, differ = self.flags[:, :n]
+        x, z = q[:, 1], q[:, 3]
+        w, y = G, F  # read five times or more: contiguous copies
+        np.copyto(w, q[:, 0])
+        np.copyto(y, q[:, 2])
+        # The split (see _bone_axis_swing_twist_points): swing x, z in B, C, twist angle in F.
+        n2 = np.multiply(w, w, out=A)
+        y2_min = np.minimum.reduce(np.multiply(y, y, out=E))
+        n2 += E
+        ux = np.multiply(x, w, out=B)
+        ux += np.multiply(z, y, out=E)
+        uz = np.multiply(z, w, out=C)
+        uz -= np.multiply(x, y, out=E)
+        u = np.multiply(ux, ux, out=D)
+        u += np.multiply(uz, uz, out=E)
+        np.sqrt(u, out=u)
+        scale = np.arctan2(u, n2, out=E)
+        scale += scale
+        # Regular rows have n = sqrt(n2) EPS > EPS^2, u > n and |y| > n. sqrt and the product
+        # round monotonically, so bounds from the extreme n2 certify every row at once;
+        # |y| > n_max follows from min(y * y) > (n_max^2)(1 + 1e-9) (two roundings).
+        n_min, n_max = np.sqrt(np.minimum.reduce(n2)) * EPS, np.sqrt(np.maximum.reduce(n2)) * EPS
+        irregular = None
+        if not (n_min > EPS * EPS and np.minimum.reduce(u) > n_max and y2_min > n_max * n_max * (1.0 + 1e-9)):
+            nn = np.sqrt(n2) * EPS
+            ok = (nn > EPS * EPS) & (u > nn) & (np.abs(y) > nn)
+            if not ok.all():
+                irregular = np.nonzero(~ok)
+                u[irregular] = 1.0
+        scale /= u
+        ux *= scale
+        uz *= scale
+        angle = np.arctan2(y, w, out=F)
+        angle += angle
+        if irregular is not None:
+            swing_points, twist_points = _general_swing_twist_points(q[irregular], BONE_AXIS)
+            ux[irregular], uz[irregular], angle[irregular] = swing_points[:, 0], swing_points[:, 2], twist_points[:, 1]
+        # The clamp: swing x, z and twist angle into A, D, E.
+        sx, sz, ta = A, D, E
+        _clamp_moved((ux, uz, angle), self.mins, self.maxs, (sx, sz, ta), moved, differ)
+        count = int(np.count_nonzero(moved))
+        if 4 * count < n:  # few rows moved (live use): rotations only for those
+            out[...] = q
+            if count:
+                index = np.flatnonzero(moved)
+                swing_points = np.zeros((count, 3))
+                swing_points[:, 0], swing_points[:, 2] = sx[index], sz[index]
+                twist_points = np.zeros((count, 3))
+                twist_points[:, 1] = ta[index]
+                out[index] = _bone_axis_rotations(swing_points, twist_points)
+            return True
+        # The swing quaternion (a, b, 0, d) (see quaternion_from_exp_map_into; the zero y
+        # component adds +0.0 to the squared angle, which changes nothing): a in F, b in B,
+        # d in G.
+        sangle = np.multiply(sx, sx, out=B)
+        sangle += np.multiply(sz, sz, out=C)
+        np.sqrt(sangle, out=sangle)
+        t = np.multiply(sangle, 0.25, out=C)
+        np.tan(t, out=t)
+        t2 = np.multiply(t, t, out=F)
+        inv = np.add(t2, 1.0, out=G)
+        np.divide(1.0, inv, out=inv)
+        np.subtract(1.0, t2, out=t2)
+        a = np.multiply(t2, inv, out=F)
+        t *= inv
+        t += t
+        np.greater(sangle, EPS, out=regular)
+        if regular.all():
+            t /= sangle
+        else:  # tiny angles: the limit 1/2
+            t[regular] /= sangle[regular]
+            t[~regular] = 0.5
+        b = np.multiply(sx, t, out=B)
+        d = np.multiply(sz, t, out=G)
+        # The twist (c, 0, s, 0) from its tangent half-angle formula: c in A, s in C.
+        t = np.multiply(ta, 0.25, out=C)
+        np.tan(t, out=t)
+        t2 = np.multiply(t, t, out=A)
+        inv = np.add(t2, 1.0, out=D)
+        np.divide(1.0, inv, out=inv)
+        c = np.subtract(1.0, t2, out=t2)
+        c *= inv
+        s = t
+        s *= inv
+        s += s
+        # swing * twist. The swing's y component e is +0.0 (its angle factor is positive) and
+        # a > 0 (the clamped swing lies below a half turn): so a c - e s is a c (no negative
+        # zero), and a s + e c is a s unless that is -0.0 (a twist angle of -0.0): recomputed.
+        np.multiply(a, c, out=out[:, 0])
+        np.multiply(a, s, out=out[:, 2])
+        zero = np.flatnonzero(ta == 0.0)
+        if len(zero):
+            out[zero, 2] = a[zero] * s[zero] + 0.0 * c[zero]
+        np.subtract(np.multiply(b, c, out=D), np.multiply(d, s, out=E), out=out[:, 1])
+        np.add(np.multiply(b, s, out=D), np.multiply(d, c, out=E), out=out[:, 3])
+        if count < n:
+            _restore_rows(out, q, ~moved)
         return True
 
 
@@ -76,12 +198,13 @@ def _all_finite(q):
 _ROW = np.dtype((np.void, 32))
 
 
-def _restore_rows(out, q, index):
-    """``out[index] = q[index]`` for contiguous ``(n, 4)`` float rows, moved as 32-byte
-    records (fancy indexing of short float rows is several times slower)."""
+def _restore_rows(out, q, keep):
+    """``out[keep] = q[keep]`` for ``(n, 4)`` float rows and a boolean mask ``keep``: one
+    masked copy of 32-byte records (much faster than indexing short float rows)."""
     if out.flags.c_contiguous and q.flags.c_contiguous:
-        np.put(out.view(_ROW).reshape(-1), index, np.take(q.view(_ROW).reshape(-1), index))
+        np.copyto(out.view(_ROW).reshape(-1), q.view(_ROW).reshape(-1), where=keep)
     else:
+        index = np.flatnonzero(keep)
         out[index] = np.take(q, index, axis=0)
 
 
@@ -110,6 +233,8 @@ class BoxLimit(ShapeLimit):
     def _lean_projection(self, shapes, rows):
         if self.config["mode"] == "FULL":
             return _FullProjection(shapes[0], rows)
+        if _is_bone_axis(self.params["axis"]):
+            return _SwingTwistProjection(shapes, rows)
         return None
 
     @classmethod
