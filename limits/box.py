@@ -80,6 +80,7 @@ class _SwingTwistProjection:
         self.maxs = [float(swing["maxs"][0]), float(swing["maxs"][2]), float(twist["maxs"][1])]
         self.buffers = np.empty((7, rows + 8))  # padded rows, see _FullProjection
         self.flags = np.empty((2, rows), dtype=bool)
+        self.twist_bound_near_zero = min(abs(self.mins[2]), abs(self.maxs[2])) < 1e-200
 
     def __call__(self, q, out, moved):
         if not _all_finite(q):
@@ -152,10 +153,10 @@ class _SwingTwistProjection:
         a = np.multiply(t2, inv, out=F)
         t *= inv
         t += t
-        np.greater(sangle, EPS, out=regular)
-        if regular.all():
+        if np.minimum.reduce(sangle) > EPS:
             t /= sangle
         else:  # tiny angles: the limit 1/2
+            regular = sangle > EPS
             t[regular] /= sangle[regular]
             t[~regular] = 0.5
         b = np.multiply(sx, t, out=B)
@@ -171,14 +172,18 @@ class _SwingTwistProjection:
         s = t
         s *= inv
         s += s
-        # swing * twist. The swing's y component e is +0.0 (its angle factor is positive) and
-        # a > 0 (the clamped swing lies below a half turn): so a c - e s is a c (no negative
-        # zero), and a s + e c is a s unless that is -0.0 (a twist angle of -0.0): recomputed.
+        # swing * twist. The swing's y component e is +0.0 (its angle factor is positive), and
+        # a >= 5e-17 (the clamped swing lies below a half turn; 1 - t^2 is a multiple of
+        # 2^-53) while c is +0.0 or |c| > 1e-17: so a c - e s is a c (never -0.0), and a s + e c
+        # is a s unless that is -0.0, which needs a twist angle within 1e-290 of zero. Regular
+        # rows have |twist angle| > 1e-9, clamped ones a bound's: only irregular rows and
+        # bounds near zero need the check.
         np.multiply(a, c, out=out[:, 0])
         np.multiply(a, s, out=out[:, 2])
-        zero = np.flatnonzero(ta == 0.0)
-        if len(zero):
-            out[zero, 2] = a[zero] * s[zero] + 0.0 * c[zero]
+        if irregular is not None or self.twist_bound_near_zero:
+            zero = np.flatnonzero(out[:, 2] == 0.0)
+            if len(zero):
+                out[zero, 2] = a[zero] * s[zero] + 0.0 * c[zero]
         np.subtract(np.multiply(b, c, out=D), np.multiply(d, s, out=E), out=out[:, 1])
         np.add(np.multiply(b, s, out=D), np.multiply(d, c, out=E), out=out[:, 3])
         if count < n:
