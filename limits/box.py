@@ -83,8 +83,6 @@ class _SwingTwistProjection:
         self.twist_bound_near_zero = min(abs(self.mins[2]), abs(self.maxs[2])) < 1e-200
 
     def __call__(self, q, out, moved):
-        if not _all_finite(q):
-            return False  # non-finite rows: the generic path
         n = len(q)
         A, B, C, D, E, F, G = self.buffers[:, :n]
         regular, differ = self.flags[:, :n]
@@ -93,22 +91,28 @@ class _SwingTwistProjection:
         np.copyto(w, q[:, 0])
         np.copyto(y, q[:, 2])
         # The split (see _bone_axis_swing_twist_points): swing x, z in B, C, twist angle in F.
-        n2 = np.multiply(w, w, out=A)
-        y2_min = np.minimum.reduce(np.multiply(y, y, out=E))
-        n2 += E
-        ux = np.multiply(x, w, out=B)
-        ux += np.multiply(z, y, out=E)
-        uz = np.multiply(z, w, out=C)
-        uz -= np.multiply(x, y, out=E)
-        u = np.multiply(ux, ux, out=D)
-        u += np.multiply(uz, uz, out=E)
-        np.sqrt(u, out=u)
+        with np.errstate(all="ignore"):  # non-finite rows go to the generic path, quietly
+            n2 = np.multiply(w, w, out=A)
+            y2_min = np.minimum.reduce(np.multiply(y, y, out=E))
+            n2 += E
+            ux = np.multiply(x, w, out=B)
+            ux += np.multiply(z, y, out=E)
+            uz = np.multiply(z, w, out=C)
+            uz -= np.multiply(x, y, out=E)
+            u = np.multiply(ux, ux, out=D)
+            u += np.multiply(uz, uz, out=E)
+            np.sqrt(u, out=u)
+            n2_min, n2_max = np.minimum.reduce(n2), np.maximum.reduce(n2)
+            if not (np.isfinite(n2_max) and np.isfinite(np.maximum.reduce(u))):
+                # w^2 + y^2 is finite only for finite w and y, and then u only for finite x, z
+                # (an infinite x or z makes u infinite or NaN); large finite rows overflow too.
+                return False
         scale = np.arctan2(u, n2, out=E)
         scale += scale
         # Regular rows have n = sqrt(n2) EPS > EPS^2, u > n and |y| > n. sqrt and the product
         # round monotonically, so bounds from the extreme n2 certify every row at once;
         # |y| > n_max follows from min(y * y) > (n_max^2)(1 + 1e-9) (two roundings).
-        n_min, n_max = np.sqrt(np.minimum.reduce(n2)) * EPS, np.sqrt(np.maximum.reduce(n2)) * EPS
+        n_min, n_max = np.sqrt(n2_min) * EPS, np.sqrt(n2_max) * EPS
         irregular = None
         if not (n_min > EPS * EPS and np.minimum.reduce(u) > n_max and y2_min > n_max * n_max * (1.0 + 1e-9)):
             nn = np.sqrt(n2) * EPS
