@@ -9,6 +9,8 @@ Parameters (per shape; concatenated ``[swing, twist]`` in SWING_TWIST mode): ``m
 ``maxs (3,)`` in radians, plus the twist ``axis (3,)``.
 
 Projection clamps each coordinate: for a box this is exactly the nearest point (Euclidean).
+Large batches (unbatched models, FULL mode or SWING_TWIST about +Y) take a fused projection
+(:meth:`BoxLimit._lean_projection`) that gives the generic pipeline's results bit for bit.
 """
 
 import numpy as np
@@ -45,8 +47,11 @@ class _FullProjection:
         self.flags = np.empty(rows, dtype=bool)
 
     def __call__(self, q, out, moved):
-        if not _all_finite(q):
-            return False  # non-finite rows: the generic path
+        if q.strides[0] > 4096 or not _all_finite(q):
+            # Non-finite rows, or rows so far apart that numpy's overlap test (which counts
+            # a whole stride past a strided input's last element) could reach the buffers:
+            # the generic path.
+            return False
         n = len(q)
         b = self.buffers[:, :n]
         points, clamped = b[0:3], b[3:6]
@@ -240,6 +245,7 @@ class BoxLimit(ShapeLimit):
         return clamp_rows(points, shape["mins"], shape["maxs"])
 
     def _lean_projection(self, shapes, rows):
+        """:class:`_FullProjection`, or :class:`_SwingTwistProjection` for the +Y twist axis."""
         if self.config["mode"] == "FULL":
             return _FullProjection(shapes[0], rows)
         if _is_bone_axis(self.params["axis"]):
