@@ -65,10 +65,7 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
 
 
 def _row_sum(rows):
-    """``rows[0] + rows[1] + rows[2]`` for ``(k, n)``, ``k <= 3`` (missing rows count as zeros,
-    which leave every sum unchanged)."""
-    if len(rows) == 1:
-        return rows[0].copy()
+    """``rows[0] + rows[1] (+ rows[2])`` for ``(k, n)``, ``k`` 2 or 3."""
     out = rows[0] + rows[1]
     if len(rows) == 3:
         out += rows[2]
@@ -84,8 +81,12 @@ def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS, scale=None):
     semi-axis of all three; the zero components change no sum, so the results are the same."""
     a2 = a * a
     ay = np.abs(a * yt)
-    lo = np.maximum((ay - a2).max(axis=0), 0.0)
-    hi = np.sqrt(_row_sum(ay * ay))
+    lo = ay - a2
+    lo = np.maximum(lo[0], lo[1]) if len(lo) == 2 else lo[0] if len(lo) == 1 else lo.max(axis=0)  # (the same)
+    np.maximum(lo, 0.0, out=lo)
+    hi = ay * ay
+    hi = _row_sum(hi) if len(hi) > 1 else hi[0]
+    np.sqrt(hi, out=hi)
     if scale is None:
         scale = a2.min(axis=0)
     d = _newton(ay, a2, lo, hi, scale, iterations) + a2
@@ -222,8 +223,9 @@ def _project_columns(points, position, rotation, shape_scales):
     columns = points.T
     used = _used_components(points, position, rotation)
     if used is not None:  # swing points (x, 0, z) or twist points (0, y, 0): a 2-D or 1-D problem
-        frame = rotation[np.ix_(used, used)]
-        position, a = position[used], a[used]
+        pick = slice(0, 3, 2) if len(used) == 2 else slice(1, 2)  # (slices: cheaper than lists)
+        frame = rotation[pick, pick]
+        position, a = position[pick], a[pick]
     else:
         used, frame = [0, 1, 2], rotation
     local = np.empty((len(used), columns.shape[1]))
@@ -242,7 +244,7 @@ def _project_columns(points, position, rotation, shape_scales):
     out = points.copy()
     if outside.size:
         nearest = np.empty((len(used), outside.size))
-        scales, scale = a[:, None], np.min(shape_scales * shape_scales)
+        scales, scale = a[:, None], (shape_scales * shape_scales).min()
         for start in range(0, outside.size, CHUNK_ROWS):
             part = outside[start : start + CHUNK_ROWS]
             nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
@@ -258,7 +260,7 @@ def _used_components(points, position, rotation):
     ``(0, y, 0)`` (``[1]``) against an ellipsoid whose frame keeps the Y axis and that is
     centred in the plane / on the axis (as fitted in SWING_TWIST mode); None otherwise. The
     other components stay zero in the frame and on the way back."""
-    if np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
+    if rotation[1].tolist() != [0.0, 1.0, 0.0] or rotation[:, 1].tolist() != [0.0, 1.0, 0.0]:
         return None
     if position[1] == 0.0 and _all_zero(points[:, 1]):
         return [0, 2]
