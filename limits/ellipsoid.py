@@ -111,15 +111,17 @@ def _newton(ay, a2, lo, hi, scale, iterations):
     bracket is inside the new one exactly when it is inside the old one (with ``S > 1`` it
     rises from ``t``, the new lower end; with ``S < 1`` it falls from ``t``, the new upper end;
     otherwise the bracket stays). That needs ``lo <= t <= hi``, which every step keeps once the
-    bracket starts ordered and finite (else the bracket is moved before the test, as written
-    above). Each step's temporaries are written into buffers kept across steps (views of the
-    first rows after a gather).
+    bracket starts ordered and finite: it does when ``hi <= 1e300`` and every ``a^2 >= 1e-150``
+    (then ``sqrt(fl(x^2)) = x`` for each term, so ``hi >= a_i |y_i| >= lo``); else the bracket
+    is moved before the test, as written above. On the first step ``t`` is ``lo``, which the
+    move leaves unchanged. Each step's temporaries are written into buffers kept across steps
+    (views of the first rows after a gather).
     """
     k, n = ay.shape
     per_row = a2.shape[1] > 1
     scale_per_row = np.ndim(scale) == 1 and scale.shape == lo.shape and n > 1
     # (NaN rows fail the first test: they take the written order too.)
-    moved_first = n > 0 and not (hi.max() <= 1e300 and not np.any(lo > hi))
+    moved_first = n > 0 and not (hi.max() <= 1e300 and a2.min() >= 1e-150)
     d_buf, r2_buf = np.empty((k, n)), np.empty((k, n))
     s_buf, slope_buf, step_buf, tol_buf = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     above_buf, below_buf, active_buf = np.empty(n, dtype=bool), np.empty(n, dtype=bool), np.empty(n, dtype=bool)
@@ -128,17 +130,20 @@ def _newton(ay, a2, lo, hi, scale, iterations):
     place = None  # rows of ``result`` that ``t`` holds (None: all, in order)
     stopped = None  # rows of ``t`` that stopped but are still carried along
     m = n
-    d, r2, s, slope, step, tol, above, below, active = d_buf, r2_buf, s_buf, slope_buf, step_buf, tol_buf, above_buf, below_buf, active_buf
+    d, r2, s, slope, step, tol = d_buf, r2_buf, s_buf, slope_buf, step_buf, tol_buf
+    above, below, active = above_buf, below_buf, active_buf
 
-    def move_bracket(t, lo, hi):
+    def move_bracket(t, lo, hi, first):
         """The bracket after a step from ``t`` (``t`` is never written in place: ``lo`` may
         become ``t`` itself)."""
-        np.greater(s, 1.0, out=above)
-        lo = t if above.all() else np.where(above, t, lo)
+        if not first:
+            np.greater(s, 1.0, out=above)
+            lo = t if above.all() else np.where(above, t, lo)
         np.less(s, 1.0, out=below)
         return lo, (np.where(below, t, hi) if below.any() else hi)
 
-    for _ in range(iterations):
+    for step_index in range(iterations):
+        first = step_index == 0
         np.add(t, a2, out=d)
         np.divide(ay, d, out=r2)
         r2 *= r2
@@ -155,7 +160,7 @@ def _newton(ay, a2, lo, hi, scale, iterations):
                 slope += r2[2]
         moved = moved_first
         if moved:
-            lo, hi = move_bracket(t, lo, hi)
+            lo, hi = move_bracket(t, lo, hi, first)
         np.sqrt(s, out=step)
         step -= 1.0
         step *= s
@@ -167,7 +172,7 @@ def _newton(ay, a2, lo, hi, scale, iterations):
         inside &= below
         if not inside.all():
             if not moved:
-                lo, hi = move_bracket(t, lo, hi)
+                lo, hi = move_bracket(t, lo, hi, first)
                 moved = True
             t_new = np.where(inside, t_new, 0.5 * (lo + hi))
         if stopped is not None:
@@ -184,7 +189,7 @@ def _newton(ay, a2, lo, hi, scale, iterations):
             t = t_new
             break
         if not moved:
-            lo, hi = move_bracket(t, lo, hi)
+            lo, hi = move_bracket(t, lo, hi, first)
         t = t_new
         if 5 * count <= 4 * m:  # gather the rows still iterating
             if place is None:
