@@ -252,11 +252,14 @@ def _project_columns(points, position, rotation, shape_scales):
     outside = np.flatnonzero(inside > 1.0)  # (indices: masks of random bits select slowly)
     out = points.copy()
     if outside.size:
-        nearest = np.empty((len(used), outside.size))
         scales, scale = a[:, None], (shape_scales * shape_scales).min()
-        for start in range(0, outside.size, CHUNK_ROWS):
-            part = outside[start : start + CHUNK_ROWS]
-            nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
+        if outside.size <= CHUNK_ROWS:  # (one batch: its result is the answer, no copy)
+            nearest = _nearest_columns(np.take(local, outside, axis=1), scales, scale=scale)
+        else:
+            nearest = np.empty((len(used), outside.size))
+            for start in range(0, outside.size, CHUNK_ROWS):
+                part = outside[start : start + CHUNK_ROWS]
+                nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
         world = nearest if len(used) == 1 else np.dot(frame, nearest) if len(used) == 2 else frame @ nearest
         world += position[:, None]
         for row, i in enumerate(used):

@@ -597,6 +597,22 @@ def test_ellipsoid_newton_bracket_orders_agree():
         assert np.array_equal(nearest_on_ellipsoid(y, np.broadcast_to(a, y.shape)), ordered)
 
 
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_ellipsoid_projection_of_more_outside_points_than_a_batch(mode):
+    """More points outside than one Newton batch (CHUNK_ROWS): batched, the same rows bit for
+    bit as in small pieces."""
+    from limits.ellipsoid import CHUNK_ROWS
+
+    model = model_class("ellipsoid").fit(cloud(27), mode=mode)
+    q = quaternion_random(2 * CHUNK_ROWS + 1000, np.random.default_rng(28))
+    for shape, points in zip(model._shapes(), model._points(q), strict=True):
+        whole = model._project_shape(shape, points)
+        pieces = np.concatenate([model._project_shape(shape, points[i : i + 5000]) for i in range(0, len(points), 5000)])
+        assert np.array_equal(whole, pieces)
+    outside = ~model.contains(q, tolerance=0.0)
+    assert outside.sum() > CHUNK_ROWS
+
+
 def test_ellipsoid_plane_and_axis_detection():
     """Swing points (x, 0, z) and twist points (0, y, 0) are told by their zero components:
     -0.0 is zero, NaN is not, no rows is all zeros."""
