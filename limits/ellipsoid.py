@@ -65,10 +65,7 @@ def nearest_on_ellipsoid(y, scales, iterations=NEWTON_ITERATIONS):
 
 
 def _row_sum(rows):
-    """``rows[0] + rows[1] + rows[2]`` for ``(k, n)``, ``k <= 3`` (missing rows count as zeros,
-    which leave every sum unchanged)."""
-    if len(rows) == 1:
-        return rows[0].copy()
+    """``rows[0] + rows[1] (+ rows[2])`` for ``(k, n)``, ``k`` 2 or 3."""
     out = rows[0] + rows[1]
     if len(rows) == 3:
         out += rows[2]
@@ -84,8 +81,12 @@ def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS, scale=None):
     semi-axis of all three; the zero components change no sum, so the results are the same."""
     a2 = a * a
     ay = np.abs(a * yt)
-    lo = np.maximum((ay - a2).max(axis=0), 0.0)
-    hi = np.sqrt(_row_sum(ay * ay))
+    lo = ay - a2
+    lo = np.maximum(lo[0], lo[1]) if len(lo) == 2 else lo[0] if len(lo) == 1 else lo.max(axis=0)  # (the same)
+    np.maximum(lo, 0.0, out=lo)
+    hi = ay * ay
+    hi = _row_sum(hi) if len(hi) > 1 else hi[0]
+    np.sqrt(hi, out=hi)
     if scale is None:
         scale = a2.min(axis=0)
     d = _newton(ay, a2, lo, hi, scale, iterations) + a2
@@ -96,51 +97,101 @@ def _nearest_columns(yt, a, iterations=NEWTON_ITERATIONS, scale=None):
 
 def _newton(ay, a2, lo, hi, scale, iterations):
     """The root ``t (n,)`` of ``h`` (see :func:`nearest_on_ellipsoid`) for ``ay = |a y| (3, n)``,
-    ``a2 = a^2 (3, 1)`` or ``(3, n)``, the bracket ``lo``/``hi (n,)`` and ``scale = min(a^2)``.
+    ``a2 = a^2 (3, 1)`` or ``(3, n)``, the bracket ``lo``/``hi (n,)`` (owned: may be reused) and
+    ``scale = min(a^2)`` (one value or ``(n,)``).
 
     Each row stops at the first step below ``1e-13`` relative and keeps that value. The rows
     still iterating are gathered (by index) whenever a fifth of them has stopped, so a batch
     costs about as many row steps as its rows need; rows that stopped but are not gathered out
     yet keep their value by a masked copy. Every row runs the same arithmetic as alone.
+
+    The bracket moves only where ``S`` is off 1: from below the iterates rise, so usually every
+    ``S > 1`` (``lo`` becomes ``t``, ``hi`` stays) and no masked update is needed. And it is
+    moved after the step's test, for the rows going on only: a step from ``t`` inside the old
+    bracket is inside the new one exactly when it is inside the old one (with ``S > 1`` it
+    rises from ``t``, the new lower end; with ``S < 1`` it falls from ``t``, the new upper end;
+    otherwise the bracket stays). That needs ``lo <= t <= hi``, which every step keeps once the
+    bracket starts ordered and finite: it does when ``hi <= 1e300`` and every ``a^2 >= 1e-150``
+    (then ``sqrt(fl(x^2)) = x`` for each term, so ``hi >= a_i |y_i| >= lo``); else the bracket
+    is moved before the test, as written above. On the first step ``t`` is ``lo``, which the
+    move leaves unchanged. Each step's temporaries are written into buffers kept across steps
+    (views of the first rows after a gather).
     """
+    k, n = ay.shape
     per_row = a2.shape[1] > 1
-    if scale.shape != lo.shape:
-        scale = np.broadcast_to(scale, lo.shape)
+    scale_per_row = np.ndim(scale) == 1 and scale.shape == lo.shape and n > 1
+    # (NaN rows fail the first test: they take the written order too.)
+    moved_first = n > 0 and not (hi.max() <= 1e300 and a2.min() >= 1e-150)
+    d_buf, r2_buf = np.empty((k, n)), np.empty((k, n))
+    s_buf, slope_buf, step_buf, tol_buf = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    above_buf, below_buf, active_buf = np.empty(n, dtype=bool), np.empty(n, dtype=bool), np.empty(n, dtype=bool)
     result = lo.copy()
     t = result
     place = None  # rows of ``result`` that ``t`` holds (None: all, in order)
     stopped = None  # rows of ``t`` that stopped but are still carried along
-    for _ in range(iterations):
-        d = t + a2
-        r2 = np.divide(ay, d)
+    m = n
+    d, r2, s, slope, step, tol = d_buf, r2_buf, s_buf, slope_buf, step_buf, tol_buf
+    above, below, active = above_buf, below_buf, active_buf
+
+    def move_bracket(t, lo, hi, first):
+        """The bracket after a step from ``t`` (``t`` is never written in place: ``lo`` may
+        become ``t`` itself)."""
+        if not first:
+            np.greater(s, 1.0, out=above)
+            lo = t if above.all() else np.where(above, t, lo)
+        np.less(s, 1.0, out=below)
+        return lo, (np.where(below, t, hi) if below.any() else hi)
+
+    for step_index in range(iterations):
+        first = step_index == 0
+        np.add(t, a2, out=d)
+        np.divide(ay, d, out=r2)
         r2 *= r2
-        s = _row_sum(r2)
-        r2 /= d
-        slope = _row_sum(r2)
-        lo = np.where(s > 1.0, t, lo)
-        hi = np.where(s < 1.0, t, hi)
-        step = np.sqrt(s)
+        if k == 1:  # (a copy of the one row: the same sums)
+            s = r2[0]
+            np.divide(s, d[0], out=slope)
+        else:
+            np.add(r2[0], r2[1], out=s)
+            if k == 3:
+                s += r2[2]
+            r2 /= d
+            np.add(r2[0], r2[1], out=slope)
+            if k == 3:
+                slope += r2[2]
+        moved = moved_first
+        if moved:
+            lo, hi = move_bracket(t, lo, hi, first)
+        np.sqrt(s, out=step)
         step -= 1.0
         step *= s
         step /= slope
         t_new = t + step
-        inside = (t_new >= lo) & (t_new <= hi)
+        inside = active  # (a free buffer until the stopping test)
+        np.greater_equal(t_new, lo, out=inside)
+        np.less_equal(t_new, hi, out=below)
+        inside &= below
         if not inside.all():
+            if not moved:
+                lo, hi = move_bracket(t, lo, hi, first)
+                moved = True
             t_new = np.where(inside, t_new, 0.5 * (lo + hi))
         if stopped is not None:
             np.copyto(t_new, t, where=stopped)
-        tol = t_new + scale
+        np.add(t_new, scale, out=tol)
         tol *= 1e-13
         np.subtract(t_new, t, out=step)
         np.abs(step, out=step)
-        active = step > tol
+        np.greater(step, tol, out=active)
         if stopped is not None:
             active &= ~stopped
-        t = t_new
         count = int(np.count_nonzero(active))
         if count == 0:
+            t = t_new
             break
-        if 5 * count <= 4 * len(t):  # gather the rows still iterating
+        if not moved:
+            lo, hi = move_bracket(t, lo, hi, first)
+        t = t_new
+        if 5 * count <= 4 * m:  # gather the rows still iterating
             if place is None:
                 result = t
                 keep = np.flatnonzero(active)
@@ -151,11 +202,16 @@ def _newton(ay, a2, lo, hi, scale, iterations):
                 place = np.take(place, keep)
             t, lo, hi = np.take(t, keep), np.take(lo, keep), np.take(hi, keep)
             ay = np.take(ay, keep, axis=1)
-            scale = np.take(scale, keep)
+            if scale_per_row:
+                scale = np.take(scale, keep)
             if per_row:
                 a2 = np.take(a2, keep, axis=1)
+            m = count
+            d, r2 = d_buf[:, :m], r2_buf[:, :m]
+            s, slope, step, tol = s_buf[:m], slope_buf[:m], step_buf[:m], tol_buf[:m]
+            above, below, active = above_buf[:m], below_buf[:m], active_buf[:m]
             stopped = None
-        elif count < len(t):
+        elif count < m:
             stopped = ~active
     if place is None:
         return t
@@ -165,21 +221,27 @@ def _newton(ay, a2, lo, hi, scale, iterations):
 
 def _project_columns(points, position, rotation, shape_scales):
     """:meth:`EllipsoidLimit._project_shape` for one ellipsoid and points ``(n, 3)``, worked as
-    rows of components: the frame product, the inside test and the write-back run on contiguous
-    rows, and only the points outside are gathered (by index). Returns ``(n, 3)``, a transposed
-    view of a ``(3, n)`` array (read by component downstream)."""
+    rows of components: the frame product and the inside test run on contiguous rows, and only
+    the points outside are gathered (by index). Returns a C-contiguous ``(n, 3)`` copy of the
+    points with the outside rows written in (the caller's row comparison reads it whole)."""
     a = shape_scales
     columns = points.T
     used = _used_components(points, position, rotation)
     if used is not None:  # swing points (x, 0, z) or twist points (0, y, 0): a 2-D or 1-D problem
-        frame = rotation[np.ix_(used, used)]
-        position, a = position[used], a[used]
+        pick = slice(0, 3, 2) if len(used) == 2 else slice(1, 2)  # (slices: cheaper than lists)
+        frame = rotation[pick, pick]
+        position, a = position[pick], a[pick]
     else:
         used, frame = [0, 1, 2], rotation
     local = np.empty((len(used), columns.shape[1]))
     for row, i in enumerate(used):  # per component: broadcasting over a strided axis is slow
         np.subtract(columns[i], position[row], out=local[row])
-    local = frame.T @ local
+    # (On the twist axis the frame is [[1.0]]: a product would change nothing. In the swing
+    # plane np.dot calls the same BLAS product as ``@`` with less overhead.)
+    if len(used) == 2:
+        local = np.dot(frame.T, local)
+    elif len(used) == 3:
+        local = frame.T @ local
     # In the general path's order (np.sum of squares of ``local / a``).
     inside = local[0] / a[0]
     inside *= inside
@@ -188,18 +250,21 @@ def _project_columns(points, position, rotation, shape_scales):
         term *= term
         inside += term
     outside = np.flatnonzero(inside > 1.0)  # (indices: masks of random bits select slowly)
-    out = np.array(columns, order="C")
+    out = points.copy()
     if outside.size:
-        nearest = np.empty((len(used), outside.size))
-        scales, scale = a[:, None], np.min(shape_scales * shape_scales)
-        for start in range(0, outside.size, CHUNK_ROWS):
-            part = outside[start : start + CHUNK_ROWS]
-            nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
-        world = frame @ nearest
+        scales, scale = a[:, None], (shape_scales * shape_scales).min()
+        if outside.size <= CHUNK_ROWS:  # (one batch: its result is the answer, no copy)
+            nearest = _nearest_columns(np.take(local, outside, axis=1), scales, scale=scale)
+        else:
+            nearest = np.empty((len(used), outside.size))
+            for start in range(0, outside.size, CHUNK_ROWS):
+                part = outside[start : start + CHUNK_ROWS]
+                nearest[:, start : start + CHUNK_ROWS] = _nearest_columns(np.take(local, part, axis=1), scales, scale=scale)
+        world = nearest if len(used) == 1 else np.dot(frame, nearest) if len(used) == 2 else frame @ nearest
         world += position[:, None]
         for row, i in enumerate(used):
-            out[i][outside] = world[row]
-    return out.T
+            out[:, i][outside] = world[row]
+    return out
 
 
 def _used_components(points, position, rotation):
@@ -207,13 +272,19 @@ def _used_components(points, position, rotation):
     ``(0, y, 0)`` (``[1]``) against an ellipsoid whose frame keeps the Y axis and that is
     centred in the plane / on the axis (as fitted in SWING_TWIST mode); None otherwise. The
     other components stay zero in the frame and on the way back."""
-    if np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)):
+    if rotation[1].tolist() != [0.0, 1.0, 0.0] or rotation[:, 1].tolist() != [0.0, 1.0, 0.0]:
         return None
-    if position[1] == 0.0 and not np.any(points[:, 1]):
+    if position[1] == 0.0 and _all_zero(points[:, 1]):
         return [0, 2]
-    if position[0] == 0.0 and position[2] == 0.0 and not np.any(points[:, 0]) and not np.any(points[:, 2]):
+    if position[0] == 0.0 and position[2] == 0.0 and _all_zero(points[:, 0]) and _all_zero(points[:, 2]):
         return [1]
     return None
+
+
+def _all_zero(column):
+    """``not np.any(column)`` for a strided column, faster: the largest magnitude is 0 (NaN is
+    not)."""
+    return column.size == 0 or np.abs(column).max() == 0.0
 
 
 @register_model

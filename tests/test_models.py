@@ -573,6 +573,65 @@ def test_ellipsoid_newton_rows_do_not_depend_on_their_batch():
     assert np.array_equal(few, np.concatenate([nearest_on_ellipsoid(row[None], a, iterations=2) for row in y]))
 
 
+def test_ellipsoid_newton_bracket_orders_agree():
+    """The bracket moves after each step's test when it starts ordered and finite, before it
+    otherwise (a NaN row or a huge point in the batch): bit for bit the same per row, including
+    points on the axes (they start at the root, where S is 1 give or take rounding) and rows
+    that bisect."""
+    rng = np.random.default_rng(31)
+    for a in (np.array([2.0, 0.05, 0.002]), np.array([1.5, 0.6, 0.2]), np.array([0.3, 0.3, 0.3])):
+        directions = rng.normal(size=(800, 3))
+        y = directions * np.geomspace(0.01, 80.0, len(directions))[:, None]
+        y = np.concatenate((y, np.eye(3) * a * 1.5, -np.eye(3) * a * 7.0, np.eye(3) * a * (1.0 + 1e-15)))
+        y = y[np.sum((y / a) ** 2, axis=1) > 1.0]
+        ordered = nearest_on_ellipsoid(y, a)
+        with np.errstate(all="ignore"):  # (the odd rows' own arithmetic)
+            for odd in ([np.nan, 0.0, 0.0], [1e301, 0.0, 0.0]):
+                written = nearest_on_ellipsoid(np.concatenate((y, [odd])), a)
+                assert np.array_equal(written[:-1], ordered)
+            for iterations in (1, 2, 3):  # stopped part way: the same per row too
+                few = nearest_on_ellipsoid(y, a, iterations=iterations)
+                odd = nearest_on_ellipsoid(np.concatenate((y, [[np.nan] * 3])), a, iterations=iterations)
+                assert np.array_equal(odd[:-1], few)
+        # Per-row semi-axes and the planar / axial problems take the same steps.
+        assert np.array_equal(nearest_on_ellipsoid(y, np.broadcast_to(a, y.shape)), ordered)
+
+
+@pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
+def test_ellipsoid_projection_of_more_outside_points_than_a_batch(mode):
+    """More points outside than one Newton batch (CHUNK_ROWS): batched, the same rows bit for
+    bit as in small pieces."""
+    from limits.ellipsoid import CHUNK_ROWS
+
+    model = model_class("ellipsoid").fit(cloud(27), mode=mode)
+    q = quaternion_random(2 * CHUNK_ROWS + 1000, np.random.default_rng(28))
+    for shape, points in zip(model._shapes(), model._points(q), strict=True):
+        whole = model._project_shape(shape, points)
+        pieces = np.concatenate([model._project_shape(shape, points[i : i + 5000]) for i in range(0, len(points), 5000)])
+        assert np.array_equal(whole, pieces)
+    outside = ~model.contains(q, tolerance=0.0)
+    assert outside.sum() > CHUNK_ROWS
+
+
+def test_ellipsoid_plane_and_axis_detection():
+    """Swing points (x, 0, z) and twist points (0, y, 0) are told by their zero components:
+    -0.0 is zero, NaN is not, no rows is all zeros."""
+    from limits.ellipsoid import _all_zero, _used_components
+
+    assert _all_zero(np.array([0.0, -0.0, 0.0])) and _all_zero(np.zeros(0))
+    assert not _all_zero(np.array([0.0, np.nan])) and not _all_zero(np.array([0.0, -1e-300]))
+    frame = np.eye(3)
+    swing = np.array([[0.3, -0.0, 0.1], [0.0, 0.0, -2.0]])
+    twist = np.array([[-0.0, 0.5, 0.0], [0.0, -1.0, 0.0]])
+    assert _used_components(swing, np.zeros(3), frame) == [0, 2]
+    assert _used_components(twist, np.array([0.0, 0.2, 0.0]), frame) == [1]
+    assert _used_components(twist + (0.0, 0.0, 1e-300), np.zeros(3), frame) is None
+    assert _used_components(swing, np.array([0.0, 1e-9, 0.0]), frame) is None
+    turned = frame.copy()
+    turned[[0, 1]] = turned[[1, 0]]
+    assert _used_components(swing, np.zeros(3), turned) is None
+
+
 @pytest.mark.parametrize("mode", ["FULL", "SWING_TWIST"])
 def test_ellipsoid_fast_projection_equals_the_general_one(mode):
     """One ellipsoid and (n, 3) points take the by-component path (in SWING_TWIST mode on the
