@@ -17,7 +17,7 @@ import numpy as np
 
 from .constants import BONE_AXIS, EPS
 from .model import register_model
-from .quaternion import exp_map_into, quaternion_from_exp_map, quaternion_from_exp_map_into
+from .quaternion import exp_map_into, half_angle_cos_sin, quaternion_from_exp_map, quaternion_from_exp_map_into
 from .shape_limit import ShapeLimit, _bone_axis_rotations, _general_swing_twist_points, _is_bone_axis, clamp_rows
 
 
@@ -153,15 +153,7 @@ class _SwingTwistProjection:
         sangle = np.multiply(sx, sx, out=B)
         sangle += np.multiply(sz, sz, out=C)
         np.sqrt(sangle, out=sangle)
-        t = np.multiply(sangle, 0.25, out=C)
-        np.tan(t, out=t)
-        t2 = np.multiply(t, t, out=F)
-        inv = np.add(t2, 1.0, out=G)
-        np.divide(1.0, inv, out=inv)
-        np.subtract(1.0, t2, out=t2)
-        a = np.multiply(t2, inv, out=F)
-        t *= inv
-        t += t
+        a, t = half_angle_cos_sin(sangle, F, (C, F, G))
         if np.minimum.reduce(sangle) > EPS:
             t /= sangle
         else:  # tiny angles: the limit 1/2
@@ -171,16 +163,7 @@ class _SwingTwistProjection:
         b = np.multiply(sx, t, out=B)
         d = np.multiply(sz, t, out=G)
         # The twist (c, 0, s, 0) from its tangent half-angle formula: c in A, s in C.
-        t = np.multiply(ta, 0.25, out=C)
-        np.tan(t, out=t)
-        t2 = np.multiply(t, t, out=A)
-        inv = np.add(t2, 1.0, out=D)
-        np.divide(1.0, inv, out=inv)
-        c = np.subtract(1.0, t2, out=t2)
-        c *= inv
-        s = t
-        s *= inv
-        s += s
+        c, s = half_angle_cos_sin(ta, A, (C, A, D))
         # swing * twist. The swing's y component e is +0.0 (its angle factor is positive), and
         # a >= 5e-17 (the clamped swing lies below a half turn; 1 - t^2 is a multiple of
         # 2^-53) while c is +0.0 or |c| > 1e-17: so a c - e s is a c (never -0.0), and a s + e c

@@ -178,26 +178,37 @@ def exp_map_into(w, x, y, z, out, work=None):
     return out
 
 
-def quaternion_from_exp_map_into(x, y, z, out, work=None):
-    """Write the unit quaternions of the exp maps with components ``x, y, z`` into
-    ``out (..., 4)``; see :func:`quaternion_from_exp_map`. ``work``: optional four scratch
-    arrays shaped like ``x`` (reused buffers of a batched caller).
+def half_angle_cos_sin(angle, cos_out=None, work=None):
+    """``(cos(angle / 2), sin(angle / 2))`` from one (vectorized, fast) tangent instead of a sine
+    and a cosine: with ``t = tan(angle / 4)``, ``(1 - t^2) / (1 + t^2)`` and ``2 t / (1 + t^2)``,
+    both accurate to a few units in the last place for every angle.
 
-    With ``t = tan(angle / 4)``: ``cos(angle / 2) = (1 - t^2) / (1 + t^2)`` and
-    ``sin(angle / 2) = 2 t / (1 + t^2)``, one (vectorized, fast) tangent instead of a sine and a
-    cosine; both are accurate to a few units in the last place for every angle.
+    ``cos_out`` receives the cosine; ``work`` is three scratch arrays shaped like ``angle`` (for
+    ``t``, ``t^2`` and ``1 / (1 + t^2)``), of which the first returns the sine and the second the
+    cosine when ``cos_out`` is not given.
     """
-    angle, t, t2, inv = (None,) * 4 if work is None else work
-    angle = _norm3(x, y, z, angle, t2)
+    t, t2, inv = (None,) * 3 if work is None else work
     t = np.multiply(angle, 0.25, out=t)
     np.tan(t, out=t)
     t2 = np.multiply(t, t, out=t2)
     inv = np.add(t2, 1.0, out=inv)
     np.divide(1.0, inv, out=inv)
     np.subtract(1.0, t2, out=t2)
-    np.multiply(t2, inv, out=out[..., 0])
+    cos = np.multiply(t2, inv, out=t2 if cos_out is None else cos_out)
     t *= inv
-    t += t  # sin(angle / 2)
+    t += t
+    return cos, t
+
+
+def quaternion_from_exp_map_into(x, y, z, out, work=None):
+    """Write the unit quaternions of the exp maps with components ``x, y, z`` into
+    ``out (..., 4)``; see :func:`quaternion_from_exp_map`. ``work``: optional four scratch
+    arrays shaped like ``x`` (reused buffers of a batched caller). The half angle's cosine and
+    sine come from :func:`half_angle_cos_sin`.
+    """
+    angle, t, t2, inv = (None,) * 4 if work is None else work
+    angle = _norm3(x, y, z, angle, t2)
+    _, t = half_angle_cos_sin(angle, out[..., 0], (t, t2, inv))  # t: sin(angle / 2)
     regular = angle > EPS
     if regular.all():
         t /= angle

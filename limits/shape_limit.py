@@ -57,6 +57,7 @@ from .quaternion import (
     as_quaternions,
     check_finite,
     exp_map_from_quaternion,
+    half_angle_cos_sin,
     quaternion_from_exp_map,
     quaternion_from_exp_map_into,
     quaternion_multiply,
@@ -370,16 +371,7 @@ def _bone_axis_rotations(swing_points, twist_points):
     # The swing's components as contiguous rows (4, ...): the products below read them whole.
     swing = np.moveaxis(np.empty((4,) + swing_points.shape[:-1]), 0, -1)
     quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
-    t = np.multiply(twist_points[..., 1], 0.25)
-    np.tan(t, out=t)
-    t2 = t * t
-    inv = t2 + 1.0
-    np.divide(1.0, inv, out=inv)
-    c = np.subtract(1.0, t2, out=t2)
-    c *= inv
-    s = t
-    s *= inv
-    s += s
+    c, s = half_angle_cos_sin(twist_points[..., 1])
     a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
     out = np.empty(swing_points.shape[:-1] + (4,))
     np.subtract(a * c, e * s, out=out[..., 0])
