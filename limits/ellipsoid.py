@@ -33,7 +33,7 @@ radians), plus the twist ``axis (3,)``.
 import numpy as np
 
 from .model import register_model
-from .shape_limit import ShapeLimit, check_rotation_matrices, flatten_rows, from_local, principal_frame, to_local
+from .shape_limit import ShapeLimit, check_rotation_matrices, flatten_rows, frame_keeps_y, from_local, principal_frame, to_local
 
 #: Most Newton iterations of the projection (typically 3 to 8 are run; see the module docstring).
 NEWTON_ITERATIONS = 40
@@ -272,7 +272,7 @@ def _used_components(points, position, rotation):
     ``(0, y, 0)`` (``[1]``) against an ellipsoid whose frame keeps the Y axis and that is
     centred in the plane / on the axis (as fitted in SWING_TWIST mode); None otherwise. The
     other components stay zero in the frame and on the way back."""
-    if rotation[1].tolist() != [0.0, 1.0, 0.0] or rotation[:, 1].tolist() != [0.0, 1.0, 0.0]:
+    if not frame_keeps_y(rotation):
         return None
     if position[1] == 0.0 and _all_zero(points[:, 1]):
         return [0, 2]

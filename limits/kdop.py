@@ -65,6 +65,7 @@ from .shape_limit import (
     ShapeLimit,
     check_rotation_matrices,
     flatten_rows,
+    frame_keeps_y,
     from_local,
     principal_frame,
     to_local,
@@ -607,7 +608,7 @@ def _y_frame(shape):
     position, rotation, mins, maxs = shape["position"], shape["rotation"], shape["mins"], shape["maxs"]
     if rotation.ndim != 2 or mins.ndim != 1 or maxs.ndim != 1 or position.ndim != 1:
         return False
-    return not (np.any(rotation[1] != (0.0, 1.0, 0.0)) or np.any(rotation[:, 1] != (0.0, 1.0, 0.0)))
+    return frame_keeps_y(rotation)
 
 
 @functools.lru_cache(maxsize=32)

@@ -218,6 +218,12 @@ def flatten_rows(shape, points, core_ndims):
     return rows, params, lead
 
 
+def frame_keeps_y(rotation):
+    """The frame ``rotation (3, 3)`` keeps the Y axis: its row and column 1 are the unit Y
+    vector (as fitted swing and twist shapes are, see :func:`principal_frame`)."""
+    return rotation[1].tolist() == [0.0, 1.0, 0.0] and rotation[:, 1].tolist() == [0.0, 1.0, 0.0]
+
+
 def principal_frame(points, fixed_axis=None):
     """Centre and principal axes of a point cloud, by numpy's SVD of its covariance.
 
