@@ -455,7 +455,10 @@ def test_kelly_rgba8_round_trip():
     assert (rgba[row[forbidden], col[forbidden], 0] > 0).all()
     centres = sm.texel_centres("kelly", sm.KELLY_SHAPE)
     got = np.sum(centres[forbidden] * centres[row[forbidden], col[forbidden]], axis=-1)
-    np.testing.assert_allclose(got, np.max(centres[forbidden] @ centres[allowed].T, axis=1), atol=1e-12)
+    # brute force over every allowed pixel, a few thousand rows at a time (the whole matrix is 6 GB)
+    queries, candidates = centres[forbidden], centres[allowed].T
+    best = np.concatenate([np.max(queries[i : i + 2048] @ candidates, axis=1) for i in range(0, len(queries), 2048)])
+    np.testing.assert_allclose(got, best, atol=1e-12)
 
 
 def test_kelly_export_resamples_other_layouts(cone_model):
