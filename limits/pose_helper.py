@@ -8,7 +8,7 @@ animator drags on it to swing the bone and on a disk about the bone axis to twis
 
 Conventions are those of :mod:`.sinus_texture`: a reference-relative rotation ``q`` splits into
 a swing *direction* ``d = q (+Y) q*`` (unit, in the swing frame) and a twist angle about +Y in
-``(-pi, pi]`` (:func:`.sinus_texture.direction_twist`); ``rotation_from_direction_twist``
+``(-pi, pi]`` (:func:`.swing_twist.direction_twist`); ``rotation_from_direction_twist``
 composes them back. Everything here works on plain arrays; ``rig/overlay.py`` and the
 operators feed it mouse rays and frames from Blender.
 """
@@ -17,15 +17,8 @@ import numpy as np
 
 from . import sphere_maps as sm
 from .quaternion import as_quaternions, quaternion_multiply, quaternion_relative, quaternion_rotate
-from .sinus_texture import (
-    MASK,
-    STRESS,
-    TWIST_MAX,
-    TWIST_MIN,
-    _stress_from_mask,
-    direction_twist,
-    rotation_from_direction_twist,
-)
+from .sinus_texture import MASK, STRESS, TWIST_MAX, TWIST_MIN, _stress_from_mask
+from .swing_twist import direction_twist, rotation_from_direction_twist
 
 #: Twist angles tried per direction when a model without its own mask is sampled.
 SAMPLE_TWISTS = 24

@@ -18,7 +18,7 @@ image : (H, W, 4) float array
 nearest : (H, W, 3) float array
     Derived data. For every forbidden texel the allowed direction nearest (by arc length on
     the sphere) to the texel's centre, refined onto the boundary of the allowed region (see
-    :func:`nearest_allowed_points`); for allowed texels the texel centre. Recompute it with
+    :func:`.nearest_boundary.nearest_allowed_points`); for allowed texels the texel centre. Recompute it with
     :meth:`SinusTextureLimit.with_mask` / :meth:`SinusTextureLimit.from_image` after
     editing the mask.
 
@@ -42,14 +42,23 @@ direction, twist limits are signed angles (not magnitudes either side of zero), 
 projected swings land on the boundary (within 1 % of a texel), not on a texel centre.
 """
 
-import functools
-
 import numpy as np
 
 from . import sphere_maps as sm
 from .model import LimitModel, register_model
+from .nearest_boundary import INSET, nearest_allowed_points, texel_scale, toward
 from .quaternion import as_quaternions, check_finite
 from .shape_limit import check_padding
+from .sphere_image import (
+    bilinear_taps,
+    count_islands,
+    dilate,
+    distance_transform,
+    fill_smooth,
+    spherical_hull_mask,
+    texel_corner,
+)
+from .swing_twist import compose_direction_twist, direction_twist, direction_twist_components
 
 #: Channel indices of ``image``.
 MASK, TWIST_MIN, TWIST_MAX, STRESS = 0, 1, 2, 3
@@ -66,414 +75,6 @@ CONTAINS_TOLERANCE = 1e-9
 
 #: Rows per batch in lookups: temporaries stay in the CPU cache.
 CHUNK_ROWS = 16384
-
-#: Table points and trajectory results are pulled this fraction of a texel inside their texel,
-#: so rounding never moves them into a forbidden neighbour.
-_INSET = 0.01
-
-
-# -- rotations <-> (direction, twist) -----------------------------------------------------------
-def _direction_twist(w, x, y, z):
-    """Swing direction components and twist angle of quaternions given by components
-    (any norm > 0). Returns ``dx, dy, dz, twist``."""
-    ww = w * w
-    xx = x * x
-    yy = y * y
-    zz = z * z
-    n2 = ww + xx
-    n2 += yy
-    n2 += zz
-    inv = 2.0 / n2
-    dx = x * y
-    dx -= w * z
-    dx *= inv
-    dy = ww - xx
-    dy += yy
-    dy -= zz
-    dy /= n2
-    dz = y * z
-    dz += w * x
-    dz *= inv
-    twist = np.arctan2(np.where(w < 0.0, -y, y), np.abs(w))
-    twist *= 2.0
-    return dx, dy, dz, twist
-
-
-def direction_twist(q):
-    """Split rotations ``q (..., 4)`` into swing directions ``(..., 3)`` (where +Y points, unit)
-    and twist angles ``(...,)`` in radians, in ``(-pi, pi]``, about +Y."""
-    q = as_quaternions(q)
-    dx, dy, dz, twist = _direction_twist(q[..., 0], q[..., 1], q[..., 2], q[..., 3])
-    return np.stack((dx, dy, dz), axis=-1), twist
-
-
-def rotation_from_direction_twist(d, twist):
-    """Unit quaternions ``(..., 4)`` ``q = swing * twist``: ``twist (...)`` radians about +Y, then
-    the shortest swing taking +Y to ``d (..., 3)``. ``d = -Y`` uses the half turn about X."""
-    d = np.asarray(d, dtype=float)
-    twist = np.asarray(twist, dtype=float)
-    dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
-    norm = np.sqrt(dx * dx + dy * dy + dz * dz)
-    dx, dy, dz = dx / norm, dy / norm, dz / norm
-    s2 = 2.0 * (1.0 + dy)
-    degenerate = s2 <= 1e-24
-    inv = 1.0 / np.sqrt(np.where(degenerate, 1.0, s2))
-    a = np.where(degenerate, 0.0, (1.0 + dy) * inv)
-    b = np.where(degenerate, 1.0, dz * inv)
-    e = np.where(degenerate, 0.0, -dx * inv)
-    c = np.cos(0.5 * twist)
-    s = np.sin(0.5 * twist)
-    shape = np.broadcast_shapes(a.shape, c.shape)
-    out = np.empty(shape + (4,))
-    out[..., 0] = a * c
-    out[..., 1] = b * c - e * s
-    out[..., 2] = a * s
-    out[..., 3] = b * s + e * c
-    return out
-
-
-# -- texture maths ------------------------------------------------------------------------------
-def _shape_of(mask):
-    return tuple(int(s) for s in mask.shape[:2])
-
-
-def _allowed_at(flat_mask, points, layout, shape):
-    """``(...,)`` bool: the texel of each direction ``points (..., 3)`` is allowed."""
-    u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
-    return flat_mask[sm.uv_to_texel(u, v, shape)]
-
-
-def _boundary_texels(flat_mask, layout, shape):
-    """Allowed texels with a forbidden texel among their 8 neighbours (across seams)."""
-    nb = sm.neighbour_texels(layout, shape, diagonal=True)
-    return flat_mask & ~np.all(flat_mask[nb], axis=0)
-
-
-def nearest_allowed_texels(mask, layout=sm.DEFAULT_LAYOUT):
-    """Exact nearest allowed texel (by arc length between texel centres) of every texel.
-
-    Parameters
-    ----------
-    mask : (H, W) bool array
-        Allowed texels. At least one must be allowed.
-    layout : str
-
-    Returns
-    -------
-    index : (H * W,) int64
-        Flat index of the allowed texel whose centre is nearest each texel's centre (the texel
-        itself when allowed).
-    cos : (H * W,) float
-        Cosine of that arc (1 for allowed texels).
-
-    Only allowed texels on the region's boundary are candidates (the nearest allowed texel of
-    a forbidden one always borders the forbidden set); the forbidden x boundary dot products
-    are computed in chunks with one matrix product each.
-    """
-    mask = np.asarray(mask, dtype=bool)
-    shape = _shape_of(mask)
-    flat = mask.ravel()
-    if not flat.any():
-        raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
-    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-    index = np.arange(flat.size)
-    cos = np.ones(flat.size)
-    forbidden = np.flatnonzero(~flat)
-    if forbidden.size == 0:
-        return index, cos
-    candidates = np.flatnonzero(_boundary_texels(flat, layout, shape))
-    targets = np.ascontiguousarray(centres[candidates].T)
-    rows = max(1, (1 << 21) // max(candidates.size, 1))
-    for start in range(0, forbidden.size, rows):
-        part = forbidden[start : start + rows]
-        dots = centres[part] @ targets
-        best = np.argmax(dots, axis=1)
-        index[part] = candidates[best]
-        cos[part] = dots[np.arange(part.size), best]
-    return index, cos
-
-
-def _texel_scale(shape):
-    """Mean texel size in radians (side of a square of equal solid angle)."""
-    return float(np.sqrt(4.0 * np.pi / (shape[0] * shape[1])))
-
-
-def _inset(points, flat_mask, layout, shape, fallback=None):
-    """Directions moved :data:`_INSET` of a texel towards the centre of their own texel (in
-    texture coordinates); rows that would not stay allowed take their texel centre."""
-    u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
-    texel = sm.uv_to_texel(u, v, shape)
-    h, w = shape
-    cu = (texel % w + 0.5) / w
-    cv = (texel // w + 0.5) / h
-    keep = 1.0 - _INSET
-    out = sm.uv_to_direction(cu + keep * (u - cu), cv + keep * (v - cv), layout)
-    ok = _allowed_at(flat_mask, out, layout, shape)
-    if not ok.all():
-        centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-        out[~ok] = centres[texel[~ok]] if fallback is None else fallback[~ok]
-    return out
-
-
-def _bisect(lo, hi, flat_mask, layout, shape, iterations):
-    """Bisect great arcs from allowed ``lo`` to forbidden ``hi`` (both ``(n, 3)``) for the mask
-    crossing; returns the allowed end."""
-    for _ in range(iterations):
-        mid = lo + hi
-        mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
-        ok = _allowed_at(flat_mask, mid, layout, shape)
-        lo = np.where(ok[:, None], mid, lo)
-        hi = np.where(ok[:, None], hi, mid)
-    return lo
-
-
-def _toward(a, b, angle):
-    """Rotate unit vectors ``a`` towards ``b`` by ``angle`` radians (along the great arc)."""
-    t = b - np.sum(a * b, axis=-1, keepdims=True) * a
-    n = np.linalg.norm(t, axis=-1, keepdims=True)
-    t = np.where(n > 1e-12, t / np.where(n > 1e-12, n, 1.0), 0.0)
-    angle = np.asarray(angle)[..., None]
-    return np.cos(angle) * a + np.sin(angle) * t
-
-
-def nearest_allowed_points(mask, layout=sm.DEFAULT_LAYOUT):
-    """The nearest-boundary table ``(H, W, 3)`` for an allowed-swing ``mask (H, W)``.
-
-    For each forbidden texel ``f``: the exact nearest allowed texel ``a`` by arc length
-    (:func:`nearest_allowed_texels`), then the point where the great arc from ``a``'s centre
-    towards ``f``'s centre leaves the allowed region (bisection to 1/128 of a texel), pulled
-    1 % of a texel into its own texel so that it stays allowed under rounding. So the entry
-    lies on the region's boundary and is at most one texel further from ``f``'s centre than
-    the exact nearest allowed direction. Allowed texels store their centre.
-    """
-    mask = np.asarray(mask, dtype=bool)
-    shape = _shape_of(mask)
-    flat = mask.ravel()
-    index, cos = nearest_allowed_texels(mask, layout)
-    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-    table = centres.copy()
-    forbidden = np.flatnonzero(~flat)
-    if forbidden.size:
-        start = centres[index[forbidden]]
-        target = centres[forbidden]
-        arc = np.arccos(np.clip(cos[forbidden], -1.0, 1.0))
-        hi = _toward(start, target, np.minimum(arc, 2.0 * _texel_scale(shape)))
-        ok = _allowed_at(flat, hi, layout, shape)
-        lo = np.where(ok[:, None], hi, start)
-        hi = np.where(ok[:, None], target, hi)
-        lo = _bisect(lo, hi, flat, layout, shape, 8)
-        table[forbidden] = _inset(lo, flat, layout, shape, fallback=start)
-    return table.reshape(shape + (3,))
-
-
-def _steps(shape, layout, max_radius):
-    h, w = shape
-    top = max(h, w) // 2
-    if max_radius is not None and np.isfinite(max_radius):
-        step = _min_texel_step(layout, shape)
-        top = min(top, int(np.ceil(max_radius / max(step, 1e-12))) + 1)
-    steps = []
-    k = 1
-    while k < top:
-        k *= 2
-    while k >= 1:
-        steps.append(k)
-        k //= 2
-    return steps + [1]
-
-
-_MIN_STEP = {}
-
-
-def _min_texel_step(layout, shape):
-    key = (layout, shape)
-    if key not in _MIN_STEP:
-        c = sm.texel_centres(layout, shape)
-        dots = max(np.max(np.sum(c[:, 1:] * c[:, :-1], axis=-1)), np.max(np.sum(c[1:] * c[:-1], axis=-1)))
-        _MIN_STEP[key] = float(np.arccos(min(dots, 1.0)))
-    return _MIN_STEP[key]
-
-
-@functools.lru_cache(maxsize=32)
-def _border_grid(layout, shape, k):
-    """Flat texel indices ``(H + 2k, W + 2k)`` int32 of the texture with a border of ``k``
-    texels continued across the seams (read-only, cached)."""
-    h, w = shape
-    rows, cols = np.meshgrid(np.arange(-k, h + k), np.arange(-k, w + k), indexing="ij")
-    r, c = sm.wrap_texels(rows, cols, layout, shape)
-    grid = (r * w + c).astype(np.int32)
-    grid.flags.writeable = False
-    return grid
-
-
-def distance_transform(seeds, layout=sm.DEFAULT_LAYOUT, max_radius=None):
-    """Arc distance (radians) from every texel centre to the nearest seed texel's centre.
-
-    Parameters
-    ----------
-    seeds : (H, W) bool array
-    layout : str
-    max_radius : float, optional
-        Distances beyond this need not be exact (they come out larger or infinite); limits the
-        work.
-
-    Returns
-    -------
-    (H, W) float array, ``inf`` where no seed is found (no seeds at all, or beyond reach).
-
-    A spherical jump-flooding distance transform: every texel keeps the seed nearest to it by
-    arc length among those its neighbours at grid offsets ``k`` (halving from the reach down
-    to 1, plus one extra pass of 1) know, with neighbours taken across the layout's seams.
-    Like every jump-flooding scheme it can, rarely, miss the nearest seed by a fraction of a
-    texel; it is used for morphology and stress, never for the nearest-boundary table.
-    """
-    seeds = np.asarray(seeds, dtype=bool)
-    shape = _shape_of(seeds)
-    flat = seeds.ravel()
-    if not flat.any():
-        return np.full(shape, np.inf)
-    c = sm.texel_centres(layout, shape).reshape(-1, 3)
-    h, w = shape
-    cx, cy, cz = (c[:, i].reshape(shape).astype(np.float32) for i in range(3))
-    # the best seed's direction per texel (NaN: none yet, never wins a comparison); float32
-    # halves the memory traffic and resolves arcs to ~1e-6 rad at texel scale
-    nan = np.float32(np.nan)
-    bx = np.where(seeds, cx, nan)
-    by = np.where(seeds, cy, nan)
-    bz = np.where(seeds, cz, nan)
-    best_cos = np.where(seeds, np.float32(1.0), np.float32(-2.0))
-    dots = np.empty(shape, dtype=np.float32)
-    tmp = np.empty(shape, dtype=np.float32)
-    better = np.empty(shape, dtype=bool)
-    for k in _steps(shape, layout, max_radius):
-        grid = _border_grid(layout, shape, k)
-        px, py, pz = bx.ravel()[grid], by.ravel()[grid], bz.ravel()[grid]
-        for dr, dc in ((-k, 0), (k, 0), (0, -k), (0, k), (-k, -k), (-k, k), (k, -k), (k, k)):
-            cut = (slice(k + dr, k + dr + h), slice(k + dc, k + dc + w))
-            sx, sy, sz = px[cut], py[cut], pz[cut]
-            np.multiply(sx, cx, out=dots)
-            np.multiply(sy, cy, out=tmp)
-            dots += tmp
-            np.multiply(sz, cz, out=tmp)
-            dots += tmp
-            np.greater(dots, best_cos, out=better)
-            np.copyto(best_cos, dots, where=better)
-            np.copyto(bx, sx, where=better)
-            np.copyto(by, sy, where=better)
-            np.copyto(bz, sz, where=better)
-    best = np.where(np.isnan(bx), -1, 0)
-    out = np.arccos(np.clip(best_cos.astype(float), -1.0, 1.0))
-    out[best < 0] = np.inf
-    return out
-
-
-def dilate(mask, radius, layout=sm.DEFAULT_LAYOUT):
-    """Texels within ``radius`` radians (arc, centre to centre) of a ``mask`` texel."""
-    mask = np.asarray(mask, dtype=bool)
-    if radius <= 0 or not mask.any():
-        return mask.copy()
-    return distance_transform(mask, layout, radius) <= radius
-
-
-def erode(mask, radius, layout=sm.DEFAULT_LAYOUT):
-    """``mask`` texels farther than ``radius`` radians from every texel outside it."""
-    mask = np.asarray(mask, dtype=bool)
-    if radius <= 0 or mask.all():
-        return mask.copy()
-    return mask & (distance_transform(~mask, layout, radius) > radius)
-
-
-def count_islands(mask, layout=sm.DEFAULT_LAYOUT):
-    """Connected allowed regions of ``mask (H, W)`` (8-neighbours, across seams).
-
-    Returns ``(count, labels)``: ``labels (H, W)`` int64, -1 on forbidden texels, else the
-    smallest flat index of the texel's island. Vectorized union-find (hooking plus pointer
-    jumping).
-    """
-    mask = np.asarray(mask, dtype=bool)
-    shape = _shape_of(mask)
-    flat = mask.ravel()
-    labels = np.arange(flat.size)
-    a_list, b_list = [], []
-    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-        nb = sm.shifted_texels(layout, shape, dr, dc)
-        keep = flat & flat[nb]
-        a_list.append(np.flatnonzero(keep))
-        b_list.append(nb[keep])
-    a = np.concatenate(a_list)
-    b = np.concatenate(b_list)
-    while a.size:
-        la, lb = labels[a], labels[b]
-        differ = la != lb
-        if not differ.any():
-            break
-        a, b, la, lb = a[differ], b[differ], la[differ], lb[differ]
-        np.minimum.at(labels, np.maximum(la, lb), np.minimum(la, lb))
-        while True:
-            jumped = labels[labels]
-            if np.array_equal(jumped, labels):
-                break
-            labels = jumped
-    labels = np.where(flat, labels, -1)
-    count = int(np.unique(labels[flat]).size)
-    return count, labels.reshape(shape)
-
-
-def fill_smooth(values, known, layout=sm.DEFAULT_LAYOUT, iterations=6):
-    """Fill the texels of ``values (H, W, C)`` where ``known (H, W)`` is False, smoothly.
-
-    Pull-push inpainting: known texels are averaged down a pyramid of half-resolution
-    textures (the same layout), the coarsest level fills everything, and each finer level takes
-    its unknown texels from the level below and relaxes them with ``iterations`` Jacobi sweeps
-    (mean of the 4 neighbours across seams). Known texels keep their values.
-    """
-    values = np.asarray(values, dtype=float)
-    known = np.asarray(known, dtype=bool)
-    if not known.any():
-        raise ValueError("nothing to fill from: no known texels")
-    if known.all():
-        return values.copy()
-    h, w = known.shape
-    channels = values.shape[2]
-    if h % 2 == 0 and w % 2 == 0 and min(h, w) >= 8:
-        weight = known.reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3))
-        total = (values * known[..., None]).reshape(h // 2, 2, w // 2, 2, channels).sum(axis=(1, 3))
-        coarse_known = weight > 0
-        coarse = total / np.maximum(weight, 1)[..., None]
-        coarse = fill_smooth(coarse, coarse_known, layout, iterations)
-        guess = coarse.repeat(2, axis=0).repeat(2, axis=1)
-    else:
-        guess = np.broadcast_to(values[known].mean(axis=0), values.shape)
-    out = np.where(known[..., None], values, guess).reshape(-1, channels)
-    free = ~known.ravel()
-    nb = sm.neighbour_texels(layout, (h, w), diagonal=False)[:, free]
-    for _ in range(iterations):
-        out[free] = 0.25 * (out[nb[0]] + out[nb[1]] + out[nb[2]] + out[nb[3]])
-    return out.reshape(h, w, channels)
-
-
-def _texel_corner(u, v, shape):
-    """``(x0, y0, fx, fy)``: the texel (column, row; int64) whose centre is the bilinear
-    interpolation's first tap at texture coordinates ``u, v``, and the fractions past it."""
-    h, w = shape
-    x = np.asarray(u) * w - 0.5
-    y = np.asarray(v) * h - 0.5
-    x0 = np.floor(x)
-    y0 = np.floor(y)
-    return x0.astype(np.int64), y0.astype(np.int64), x - x0, y - y0
-
-
-def bilinear_taps(u, v, layout, shape):
-    """Flat texel indices ``(..., 4)`` and weights ``(..., 4)`` of bilinear interpolation between
-    texel centres at texture coordinates ``u, v``, across the layout's seams."""
-    x0, y0, fx, fy = _texel_corner(u, v, shape)
-    w = shape[1]
-    rows = np.stack((y0, y0, y0 + 1, y0 + 1), axis=-1)
-    cols = np.stack((x0, x0 + 1, x0, x0 + 1), axis=-1)
-    r, c = sm.wrap_texels(rows, cols, layout, shape)
-    weights = np.stack(((1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy), axis=-1)
-    return r * w + c, weights
-
 
 def _stress_from_mask(mask, layout, depth=None):
     """Stress 0..1: 1 on and beyond the boundary, falling linearly with the arc distance
@@ -515,55 +116,6 @@ def _check_channels(image, kind="sinus_texture"):
     allowed = m.reshape(m.shape[:-2] + (-1,)).max(axis=-1)
     if np.any(allowed < 1.0):
         raise ValueError(f"{kind} limit: the mask forbids every swing: at least one texel must be allowed")
-
-
-def _spherical_hull_mask(directions, layout, shape):
-    """Texels inside the spherical convex hull of unit ``directions (K, 3)`` (all within an open
-    hemisphere): their gnomonic projection about the mean direction keeps great circles
-    straight, so the hull is a plane convex hull there."""
-    mean = directions.sum(axis=0)
-    norm = np.linalg.norm(mean)
-    if norm < 1e-9 or np.any(directions @ (mean / norm) <= 1e-6):
-        raise ValueError("the twist keys do not lie within one hemisphere: pass a mask for their region")
-    m = mean / norm
-    helper = np.array([1.0, 0.0, 0.0]) if abs(m[0]) < 0.9 else np.array([0.0, 0.0, 1.0])
-    e1 = np.cross(m, helper)
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(m, e1)
-    pts = np.stack((directions @ e1, directions @ e2), axis=-1) / (directions @ m)[:, None]
-    hull = _convex_hull_2d(pts)
-    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-    front = centres @ m
-    inside = front > 1e-6
-    if len(hull) < 3:
-        return np.zeros(shape, dtype=bool)
-    safe = np.where(inside, front, 1.0)
-    px = (centres @ e1) / safe
-    py = (centres @ e2) / safe
-    for (x0, y0), (x1, y1) in zip(hull, np.roll(hull, -1, axis=0)):
-        inside &= (x1 - x0) * (py - y0) - (y1 - y0) * (px - x0) >= -1e-12
-    return inside.reshape(shape)
-
-
-def _convex_hull_2d(points):
-    """Counter-clockwise convex hull (Andrew's monotone chain) of a few 2-D points."""
-    pts = sorted({(float(x), float(y)) for x, y in points})
-    if len(pts) < 3:
-        return np.array(pts)
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    lower, upper = [], []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    for p in reversed(pts):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
 
 
 # -- the model ----------------------------------------------------------------------------------
@@ -621,7 +173,7 @@ class SinusTextureLimit(LimitModel):
             by ``closing``, by arc length on the sphere) so sparse data gives a closed region.
 
         The twist range of each texel is the range of the samples that fell in it, filled
-        smoothly elsewhere (:func:`fill_smooth`), padded, then lowered / raised just enough that
+        smoothly elsewhere (:func:`.sphere_image.fill_smooth`), padded, then lowered / raised just enough that
         every sample is inside its bilinearly interpolated range. Stress grows linearly from
         ``STRESS_RAMP`` radians inside (0) to the boundary (1). ``report`` (and config
         ``islands``) counts the connected allowed regions.
@@ -729,7 +281,7 @@ class SinusTextureLimit(LimitModel):
             (they must lie within one hemisphere) and the great arcs between them, grown by
             ``padding`` radians.
         smoothing : int
-            Jacobi sweeps per pyramid level of the interpolation (:func:`fill_smooth`).
+            Jacobi sweeps per pyramid level of the interpolation (:func:`.sphere_image.fill_smooth`).
 
         Keys sharing a texel are averaged; the twist channels interpolate the keys (which they
         keep exactly) smoothly across the whole texture.
@@ -758,7 +310,7 @@ class SinusTextureLimit(LimitModel):
             mask = mask > 0.5 if mask.dtype.kind == "f" else mask.astype(bool)
         else:
             shape = sm.texture_shape(size, layout)
-            seeds = _spherical_hull_mask(dirs, layout, shape).ravel()
+            seeds = spherical_hull_mask(dirs, layout, shape).ravel()
             steps = np.linspace(0.0, 1.0, 64)[:, None, None]
             for a in dirs:  # the great arcs between keys (K is small)
                 path = ((1 - steps) * a + steps * dirs[None]).reshape(-1, 3)
@@ -898,7 +450,7 @@ class SinusTextureLimit(LimitModel):
         rt = self._runtime()
         h, w = rt["shape"]
         w_, x_, y_, z_ = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
-        dx, dy, dz, twist = _direction_twist(w_, x_, y_, z_)
+        dx, dy, dz, twist = direction_twist_components(w_, x_, y_, z_)
         u, v = sm._FORWARD[rt["layout"]](dx, dy, dz)
         texel = sm.uv_to_texel(u, v, (h, w))
         fx = u * w + 0.5  # padded coordinates (one texel border): x - 0.5 + 1
@@ -990,7 +542,7 @@ class SinusTextureLimit(LimitModel):
                 low[far] = rt["ranges"][:, 0].take(texel)
                 high[far] = rt["ranges"][:, 1].take(texel)
             twist = np.clip(t[pick], low, high)
-            new = _compose(dx, dy, dz, twist)
+            new = compose_direction_twist(dx, dy, dz, twist)
             old = part[pick]
             dot = new[:, 0] * old[:, 0] + new[:, 1] * old[:, 1] + new[:, 2] * old[:, 2] + new[:, 3] * old[:, 3]
             new[dot < 0.0] *= -1.0
@@ -1081,11 +633,11 @@ class SinusTextureLimit(LimitModel):
 
         arc = np.arccos(np.clip(np.sum(start * end, axis=-1), -1.0, 1.0))
         if steps is None:
-            count = int(np.clip(np.ceil(arc.max() / (0.25 * _texel_scale((h, w)))), 2, 4096))
+            count = int(np.clip(np.ceil(arc.max() / (0.25 * texel_scale((h, w)))), 2, 4096))
         else:
             count = max(int(steps), 2)
         t = np.arange(1, count + 1) / count  # (S,)
-        samples = _toward(start[:, None, :], end[:, None, :], arc[:, None] * t[None, :])
+        samples = toward(start[:, None, :], end[:, None, :], arc[:, None] * t[None, :])
         off = offset if np.ndim(offset) == 0 else offset[:, None]
         ok = allowed(samples, off)  # (n, S)
         leaves = ~ok.all(axis=1)
@@ -1097,8 +649,8 @@ class SinusTextureLimit(LimitModel):
         offset = offset if np.ndim(offset) == 0 else offset[idx]
         first_bad = np.argmax(~ok, axis=1)
         lo_t = np.where(first_bad > 0, t[np.maximum(first_bad - 1, 0)], 0.0)
-        lo = _toward(start, end, arc * lo_t)
-        hi = _toward(start, end, arc * t[first_bad])
+        lo = toward(start, end, arc * lo_t)
+        hi = toward(start, end, arc * t[first_bad])
         for _ in range(24):
             mid = lo + hi
             mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
@@ -1110,7 +662,7 @@ class SinusTextureLimit(LimitModel):
         texel = sm.uv_to_texel(u, v, (h, w))
         cu = (texel % w + 0.5) / w
         cv = (texel // w + 0.5) / h
-        keep = 1.0 - _INSET
+        keep = 1.0 - INSET
         swing = sm.uv_to_direction(cu + keep * (u - cu), cv + keep * (v - cv), layout)
         still = allowed(swing, offset)
         swing[~still] = lo[~still]
@@ -1118,7 +670,7 @@ class SinusTextureLimit(LimitModel):
         sub_bone = None if bone is None else bone[idx]
         ranges = self._ranges_at(uu, vv, sub_bone)
         twist = np.clip(r["twist"][idx], ranges[:, 0], ranges[:, 1])
-        new = _compose(swing[:, 0], swing[:, 1], swing[:, 2], twist)
+        new = compose_direction_twist(swing[:, 0], swing[:, 1], swing[:, 2], twist)
         flip = np.sum(new * rows[idx], axis=-1) < 0
         new[flip] *= -1.0
         return leaves, new
@@ -1169,13 +721,13 @@ def _table_ranges(nearest_xyz, tables, image, layout, shape, table_uv=None):
 
 def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
     """Twist ranges ``(n, 2)`` at texture coordinates ``u, v (n,)`` of bones ``bone (n,)``: the
-    bilinear interpolation of :func:`bilinear_taps` (same weights, same sums), with the taps read
+    bilinear interpolation of :func:`.sphere_image.bilinear_taps` (same weights, same sums), with the taps read
     from the padded ``tables`` (flat, every bone), which hold the texels the seams wrap to. A tap
     beyond the one-texel border (a point a rounding step outside the texture) takes the wrapped
     path in ``image (B, H * W, 4)``."""
     h, w = shape
     stride = w + 2
-    x0, y0, fx, fy = _texel_corner(u, v, shape)
+    x0, y0, fx, fy = texel_corner(u, v, shape)
     base = y0 + 1
     base *= stride
     base += x0 + 1
@@ -1217,33 +769,6 @@ def _bilinear_pair(low_table, high_table, base, fx, fy, stride):
     return out
 
 
-def _compose(dx, dy, dz, twist):
-    """:func:`rotation_from_direction_twist` for unit direction components ``(n,)`` arrays,
-    with the twist's half-angle cosine and sine from one tangent."""
-    s2 = 1.0 + dy
-    s2 *= 2.0
-    degenerate = s2 <= 1e-24
-    if degenerate.any():
-        s2[degenerate] = 1.0
-    inv = 1.0 / np.sqrt(s2)
-    a = (1.0 + dy) * inv
-    b = dz * inv
-    e = -dx * inv
-    if degenerate.any():
-        a[degenerate], b[degenerate], e[degenerate] = 0.0, 1.0, 0.0
-    t = np.tan(0.25 * twist)
-    t2 = t * t
-    k = 1.0 / (1.0 + t2)
-    c = (1.0 - t2) * k
-    s = 2.0 * t * k
-    out = np.empty(dx.shape + (4,))
-    out[:, 0] = a * c
-    out[:, 1] = b * c - e * s
-    out[:, 2] = a * s
-    out[:, 3] = b * s + e * c
-    return out
-
-
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
@@ -1259,96 +784,6 @@ def _safe_rows(part):
     if finite.all():
         return part, None
     return np.where(finite[:, None], part, _IDENTITY), finite
-
-
-# -- Kelly's 8-bit texture ----------------------------------------------------------------------
-def to_kelly_rgba8(model):
-    """Kelly's 8-bit RGBA joint-limit texture ``uint8 (512, 256, 4)`` of an unstacked model.
-
-    Numpy shape ``(rows, columns) = (512, 256)``: Kelly's image is 256 wide by 512 high in his
-    two-hemisphere layout (:mod:`.sphere_maps`, ``"kelly"``); row 0 is the *bottom* row (his
-    pixel heights are measured from the bottom; Blender's ``Image.pixels`` has the same order,
-    flip the rows for a top-down PNG writer). Models of another layout or size are resampled
-    (mask by nearest texel, twist and stress bilinear, at Kelly's texel centres) and their
-    nearest-boundary indices recomputed by arc length.
-
-    Channels, following the dissertation ("Correction of point beyond boundary", "Encoding
-    and Interpolation of Twist", "Texture Formats"):
-
-    allowed texels (R > 0)
-        R = twist minimum (the clockwise limit), G = twist maximum (anticlockwise), as signed
-        angles mapped linearly from ``[-pi, pi]``: ``R = 1 + round((min + pi) / 2 pi * 254)``
-        (red 0 is reserved for "forbidden"), ``G = round((max + pi) / 2 pi * 255)``; B = stress
-        ``round(255 s)``; A = 255 (unused). Kelly gives no scale for the twist bytes and
-        records limits "either side of the zero position"; signed angles keep ranges that
-        do not straddle zero. Steps: 1.4 degrees.
-    forbidden texels (R = 0)
-        G = column (0..255) and ``B + (255 - A)`` = row (0..510) of the nearest allowed texel by
-        arc length, exactly as his correction shader reads them (``B = min(row, 255)``). Row
-        511 (within 0.2 degrees of the -X pole) is not expressible and is written as 510.
-    """
-    model._check_single()
-    layout = model.config["layout"]
-    shape = (model.config["height"], model.config["width"])
-    image = model.params["image"]
-    if layout != "kelly" or shape != sm.KELLY_SHAPE:
-        centres = sm.texel_centres("kelly", sm.KELLY_SHAPE).reshape(-1, 3)
-        u, v = sm._FORWARD[layout](centres[:, 0], centres[:, 1], centres[:, 2])
-        flat = image.reshape(-1, 4)
-        mask = flat[sm.uv_to_texel(u, v, shape), MASK] > 0.5
-        taps, weights = bilinear_taps(u, v, layout, shape)
-        resampled = np.sum(flat[taps] * weights[..., None], axis=1)
-        image = resampled.reshape(sm.KELLY_SHAPE + (4,))
-        image[..., MASK] = mask.reshape(sm.KELLY_SHAPE)
-        if not mask.any():
-            raise ValueError("the model's allowed region vanishes at Kelly's resolution")
-    h, w = sm.KELLY_SHAPE
-    mask = image[..., MASK] > 0.5
-    out = np.zeros((h, w, 4), dtype=np.uint8)
-    low = np.clip(image[..., TWIST_MIN], -np.pi, np.pi)
-    high = np.clip(image[..., TWIST_MAX], -np.pi, np.pi)
-    red = 1 + np.rint((low + np.pi) / (2 * np.pi) * 254)
-    green = np.rint((high + np.pi) / (2 * np.pi) * 255)
-    blue = np.rint(np.clip(image[..., STRESS], 0.0, 1.0) * 255)
-    index, _ = nearest_allowed_texels(mask, "kelly")
-    row, col = np.divmod(index.reshape(h, w), w)
-    row = np.minimum(row, 510)
-    b_index = np.minimum(row, 255)
-    a_index = 255 - (row - b_index)
-    out[..., 0] = np.where(mask, red, 0)
-    out[..., 1] = np.where(mask, green, col)
-    out[..., 2] = np.where(mask, blue, b_index)
-    out[..., 3] = np.where(mask, 255, a_index)
-    return out
-
-
-def from_kelly_rgba8(array):
-    """A ``"kelly"``-layout model from Kelly's 8-bit texture ``(512, 256, 4)`` (integers 0..255,
-    row 0 at the bottom; see :func:`to_kelly_rgba8` for the channels).
-
-    The stored nearest-boundary indices are derived data and are recomputed (by arc length);
-    twist limits of forbidden texels, which the format does not hold, are filled smoothly from
-    the allowed ones. ``ValueError`` for a wrong size or channel count, values outside 0..255 or
-    an image without any allowed (red > 0) texel.
-    """
-    a = np.asarray(array)
-    if a.ndim != 3 or a.shape[:2] != sm.KELLY_SHAPE:
-        raise ValueError(f"a Kelly texture is 256 wide by 512 high: shape (512, 256, 4), got {a.shape}")
-    if a.shape[2] != 4:
-        raise ValueError(f"a Kelly texture needs 4 channels (RGBA), got {a.shape[2]}")
-    if a.dtype.kind not in "iuf" or np.any(a < 0) or np.any(a > 255) or np.any(a != np.rint(a)):
-        raise ValueError("a Kelly texture holds integers 0..255")
-    a = a.astype(float)
-    mask = a[..., 0] > 0
-    if not mask.any():
-        raise ValueError("the sinus texture forbids every swing: no texel has red > 0")
-    low = (a[..., 0] - 1) / 254 * 2 * np.pi - np.pi
-    high = a[..., 1] / 255 * 2 * np.pi - np.pi
-    pair = np.stack((np.minimum(low, high), np.maximum(low, high)), axis=-1)
-    twists = fill_smooth(np.where(mask[..., None], pair, 0.0), mask, "kelly")
-    stress = np.where(mask, a[..., 2] / 255, 1.0)
-    image = np.concatenate((mask[..., None].astype(float), twists, stress[..., None]), axis=-1)
-    return SinusTextureLimit.from_image(image, "kelly")
 
 
 # -- the rim of the allowed region (sinus cone, boundary tour) -----------------------------------

@@ -6,7 +6,8 @@ import numpy as np
 from mathutils import Quaternion
 
 from ..limits.quaternion import quaternion_multiply
-from ..limits.sinus_texture import boundary_rim, rotation_from_direction_twist
+from ..limits.sinus_texture import boundary_rim
+from ..limits.swing_twist import rotation_from_direction_twist
 from .actions import assign_action, bone_path, new_action, rotation_channel_values, write_curve
 from .display import display_object, place_at_bone
 from .texture import texture_limit

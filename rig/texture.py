@@ -13,7 +13,8 @@ import bpy
 import numpy as np
 
 from ..limits.joint import JointLimit
-from ..limits.sinus_texture import SinusTextureLimit, from_kelly_rgba8, to_kelly_rgba8
+from ..limits.kelly_texture import from_kelly_rgba8, to_kelly_rgba8
+from ..limits.sinus_texture import SinusTextureLimit
 from .storage import read_limit, write_limit
 
 KIND = "sinus_texture"

@@ -67,12 +67,12 @@ def _pose_facing_the_viewer(addon, obj, pb):
     cloud = storage.read_cloud(pb)
     toward_viewer = np.array(rv3d.view_rotation @ Vector((0.0, 0.0, 1.0)))
     _, _, frame = addon.rig.posing.sphere_geometry(obj, pb)
-    dirs, _ = addon.limits.sinus_texture.direction_twist(limit.to_relative(cloud))
+    dirs, _ = addon.limits.swing_twist.direction_twist(limit.to_relative(cloud))
     facing = (dirs @ frame.T) @ toward_viewer
     facing[~limit.contains(cloud)] = -2
     pose = cloud[int(np.argmax(facing))]
     assert facing.max() > 0.6 and limit.contains(pose)
-    d, _ = addon.limits.sinus_texture.direction_twist(limit.to_relative(pose))
+    d, _ = addon.limits.swing_twist.direction_twist(limit.to_relative(pose))
     return pose, d
 
 
@@ -142,7 +142,7 @@ def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, lea
     bpy.context.scene.frame_set(1)
     moved = np.array(pb.rotation_quaternion)
     assert rebuilt.violation(moved) < 1e-4
-    d_moved, _ = addon.limits.sinus_texture.direction_twist(rebuilt.to_relative(moved))
+    d_moved, _ = addon.limits.swing_twist.direction_twist(rebuilt.to_relative(moved))
     assert not newly_forbidden.ravel()[maps.direction_to_texel(d_moved, limit.model.config["layout"], (h, w))]
 
 

@@ -83,10 +83,10 @@ def test_texture_files_round_trip(textured, addon, tmp_path, ext):
     if ext == "exr":
         np.testing.assert_allclose(loaded.model.params["image"], limit.model.params["image"], atol=1e-6)
     else:
-        expected = addon.limits.sinus_texture.to_kelly_rgba8(limit.model)
-        np.testing.assert_array_equal(addon.limits.sinus_texture.to_kelly_rgba8(loaded.model), expected)
+        expected = addon.limits.kelly_texture.to_kelly_rgba8(limit.model)
+        np.testing.assert_array_equal(addon.limits.kelly_texture.to_kelly_rgba8(loaded.model), expected)
         probe = addon.limits.quaternion.quaternion_random(500, 2)
-        direct = addon.limits.sinus_texture.from_kelly_rgba8(expected)
+        direct = addon.limits.kelly_texture.from_kelly_rgba8(expected)
         np.testing.assert_array_equal(loaded.model.contains(probe), direct.contains(probe))
 
 
@@ -159,9 +159,9 @@ def test_sinus_cone_and_boundary_tour_agree(textured, addon):
         edge = rim[k] - apex
         assert np.degrees(np.arccos(np.clip(y_world @ edge / np.linalg.norm(edge), -1, 1))) < 0.5
         # a little further out along the same azimuth is forbidden
-        d, twist = addon.limits.sinus_texture.direction_twist(limit.to_relative(local))
+        d, twist = addon.limits.swing_twist.direction_twist(limit.to_relative(local))
         out = d + 0.05 * (d - np.array([0.0, 1.0, 0.0]))
-        beyond = q.quaternion_multiply(limit.reference, addon.limits.sinus_texture.rotation_from_direction_twist(out, twist))
+        beyond = q.quaternion_multiply(limit.reference, addon.limits.swing_twist.rotation_from_direction_twist(out, twist))
         assert not limit.contains(beyond)
 
 

@@ -10,7 +10,8 @@ from limits import pose_helper as ph
 from limits import sphere_maps as sm
 from limits.joint import JointLimit
 from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_multiply, quaternion_random
-from limits.sinus_texture import MASK, SinusTextureLimit, direction_twist, rotation_from_direction_twist
+from limits.sinus_texture import MASK, SinusTextureLimit
+from limits.swing_twist import direction_twist, rotation_from_direction_twist
 
 RNG = np.random.default_rng(11)
 

@@ -8,24 +8,14 @@ import pytest
 
 from limits import sphere_maps as sm
 from limits.joint import JointLimit
+from limits.kelly_texture import from_kelly_rgba8, to_kelly_rgba8
 from limits.model import LimitModel
+from limits.nearest_boundary import nearest_allowed_texels
 from limits.quaternion import quaternion_angle, quaternion_random, quaternion_rotate
 from limits.serialize import limit_from_json, limit_to_bytes, limit_to_json, load_limit_npz
-from limits.sinus_texture import (
-    MASK,
-    STRESS,
-    TWIST_MAX,
-    TWIST_MIN,
-    SinusTextureLimit,
-    _ranges_at_uv,
-    bilinear_taps,
-    count_islands,
-    direction_twist,
-    from_kelly_rgba8,
-    nearest_allowed_texels,
-    rotation_from_direction_twist,
-    to_kelly_rgba8,
-)
+from limits.sinus_texture import MASK, STRESS, TWIST_MAX, TWIST_MIN, SinusTextureLimit, _ranges_at_uv
+from limits.sphere_image import bilinear_taps, count_islands
+from limits.swing_twist import direction_twist, rotation_from_direction_twist
 
 RNG = np.random.default_rng(7)
 
