@@ -14,3 +14,35 @@ import blender_session  # noqa: E402
 
 def addon():
     return blender_session.load_extension()
+
+
+def random_rig(addon, n_bones, frames, seed=0):
+    """A fresh file with a rig of ``n_bones`` random bones (each parented to an earlier one)
+    keyed with smooth random motion over ``frames`` frames: ``(object, rotations (F, n, 4))``."""
+    import bpy
+    import numpy as np
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.enforcement.reset()
+    q = addon.limits.quaternion
+    data = bpy.data.armatures.new("Bench")
+    obj = bpy.data.objects.new("Bench", data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    rng = np.random.default_rng(seed)
+    bones = []
+    for i in range(n_bones):
+        eb = data.edit_bones.new(f"b{i:02d}")
+        parent = bones[rng.integers(len(bones))] if bones else None
+        eb.head = parent.tail if parent else (0.0, 0.0, 0.0)
+        eb.tail = np.array(eb.head) + rng.normal(size=3) * 0.2 + [0, 0, 0.3]
+        eb.parent = parent
+        bones.append(eb)
+    bpy.ops.object.mode_set(mode="POSE")
+    # smooth random motion: a random walk in scaled angle-axis per bone
+    walk = np.cumsum(rng.normal(scale=0.05, size=(frames, n_bones, 3)), axis=0)
+    walk = 0.9 * walk / np.maximum(1.0, np.abs(walk).max(axis=0) / 0.9)
+    motion = q.quaternion_from_exp_map(walk)
+    addon.rig.humanoid.key_rotations(obj, motion, "Random")
+    return obj, motion

@@ -15,33 +15,6 @@ addon = _setup.addon()
 import bpy  # noqa: E402
 
 
-def build(n_bones, frames, seed=0):
-    bpy.ops.wm.read_homefile(use_empty=True)
-    addon.enforcement.reset()
-    q = addon.limits.quaternion
-    data = bpy.data.armatures.new("Bench")
-    obj = bpy.data.objects.new("Bench", data)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    rng = np.random.default_rng(seed)
-    bones = []
-    for i in range(n_bones):
-        eb = data.edit_bones.new(f"b{i:02d}")
-        parent = bones[rng.integers(len(bones))] if bones else None
-        eb.head = parent.tail if parent else (0.0, 0.0, 0.0)
-        eb.tail = np.array(eb.head) + rng.normal(size=3) * 0.2 + [0, 0, 0.3]
-        eb.parent = parent
-        bones.append(eb)
-    bpy.ops.object.mode_set(mode="POSE")
-    # smooth random motion: a random walk in scaled angle-axis per bone
-    walk = np.cumsum(rng.normal(scale=0.05, size=(frames, n_bones, 3)), axis=0)
-    walk = 0.9 * walk / np.maximum(1.0, np.abs(walk).max(axis=0) / 0.9)
-    motion = q.quaternion_from_exp_map(walk)
-    addon.rig.humanoid.key_rotations(obj, motion, "Random")
-    return obj, motion
-
-
 def play(scene, frames):
     """ms per frame_set over one pass of the action."""
     t0 = time.perf_counter()
@@ -59,7 +32,7 @@ def main():
     p.add_argument("--rounds", type=int, default=7, help="passes per set-up, interleaved; the best is kept")
     args = p.parse_args()
 
-    obj, motion = build(args.bones, args.frames)
+    obj, motion = _setup.random_rig(addon, args.bones, args.frames)
     scene = bpy.context.scene
     enforcement = addon.enforcement
 

@@ -42,7 +42,7 @@ def to_kelly_rgba8(model):
     model._check_single()
     layout = model.config["layout"]
     shape = (model.config["height"], model.config["width"])
-    image = model.params["image"]
+    image = np.asarray(model.params["image"], dtype=float)
     if layout != "kelly" or shape != sm.KELLY_SHAPE:
         centres = sm.texel_centres("kelly", sm.KELLY_SHAPE).reshape(-1, 3)
         u, v = sm._FORWARD[layout](centres[:, 0], centres[:, 1], centres[:, 2])

@@ -57,6 +57,14 @@ def model_kinds():
     return [(cls.kind, cls.label, cls.description) for cls in ordered]
 
 
+def all_finite(values):
+    """Whether every value of a float array is finite (float16 by its exponent bits: numpy
+    tests float16 one value at a time, twenty times slower than this)."""
+    if values.dtype == np.float16:
+        return bool(np.all(values.view(np.uint16) & 0x7C00 != 0x7C00))
+    return bool(np.all(np.isfinite(values)))
+
+
 class LimitModel:
     """Base class. Subclasses define ``kind``, ``label``, ``description``, ``PARAM_SHAPES``,
     ``fit``, ``contains`` and ``project``; the rest is shared.
@@ -69,26 +77,32 @@ class LimitModel:
     label = ""
     description = ""
     PARAM_SHAPES = {}
-    #: Parameters kept at float32 precision: big tables whose last digits carry nothing (a
-    #: texture, a distance grid). Rounded on construction, so every path (fit, edit, load,
-    #: stack) agrees, and stored in half the space (:mod:`.serialize` writes exact float32s so).
+    #: Parameters kept at reduced precision: big tables whose last digits carry nothing (a
+    #: texture, a distance grid). Rounded on construction (:meth:`round_single`: float32 unless
+    #: a model says otherwise), so every path (fit, edit, load, stack) agrees, and stored in a
+    #: fraction of the space (:mod:`.serialize` writes them at the narrowest exact precision).
     SINGLE_PRECISION = ()
+    #: Parameters that files written by earlier versions hold but that are now derived (rebuilt
+    #: or computed on use, never stored): dropped when such a file is read.
+    DERIVED_PARAMS = ()
     #: Keyword options of :meth:`fit` that a bone's settings supply (others are not passed).
     FIT_OPTIONS = ("padding",)
     #: Position in the model menu (lower first).
     ui_order = 100
 
     def __init__(self, params, config=None):
-        self.params = {name: np.asarray(value, dtype=float) for name, value in params.items()}
-        for name in self.SINGLE_PRECISION:
-            if name in self.params:
-                self.params[name] = self.round_single(name, self.params[name])
+        self.params = {
+            name: self.round_single(name, value) if name in self.SINGLE_PRECISION else np.asarray(value, dtype=float)
+            for name, value in params.items()
+        }
         self.config = dict(config or {})
 
     @classmethod
     def round_single(cls, name, value):
-        """``value`` of parameter ``name`` rounded to float32 precision (to nearest; models
-        round bounds outward so a fitted region never shrinks)."""
+        """``value`` of parameter ``name`` (any float array) rounded to float32 precision, as
+        float64 (to nearest; models round bounds outward so a fitted region never shrinks).
+        A model may keep a table narrower in memory too (the sinus texture's float16 image)."""
+        value = np.asarray(value, dtype=float)
         single = value.astype(np.float32)
         return value if np.array_equal(single, value) else single.astype(float)
 
@@ -136,15 +150,17 @@ class LimitModel:
             if name not in params:
                 raise ValueError(f"{kind} limit: parameter {name!r} missing")
             try:
-                value = np.asarray(params[name], dtype=float)
+                value = np.asarray(params[name])
+                if value.dtype.kind != "f" or name not in target.SINGLE_PRECISION:  # (those keep theirs)
+                    value = value.astype(float)
             except (TypeError, ValueError):
                 raise ValueError(f"{kind} limit: parameter {name!r} is not numeric") from None
             if value.ndim != len(shape) or any(s is not None and s != v for s, v in zip(shape, value.shape)):
                 raise ValueError(f"{kind} limit: parameter {name!r} must have shape {shape}, got {value.shape}")
-            if not np.all(np.isfinite(value)):
+            if not all_finite(value):
                 raise ValueError(f"{kind} limit: parameter {name!r} contains NaN or infinity")
             checked[name] = value
-        extra = set(params) - set(target.PARAM_SHAPES)
+        extra = set(params) - set(target.PARAM_SHAPES) - set(target.DERIVED_PARAMS)
         if extra:
             raise ValueError(f"{kind} limit: unknown parameters {sorted(extra)}")
         model = target(checked, config)

@@ -17,16 +17,57 @@ from .sphere_image import shape_of
 INSET = 0.01
 
 
-def allowed_at(flat_mask, points, layout, shape):
-    """``(...,)`` bool: the texel of each direction ``points (..., 3)`` is allowed."""
+def allowed_at(flat_mask, points, layout, shape, offset=0):
+    """``(...,)`` bool: the texel of each direction ``points (..., 3)`` is allowed, in the flat
+    masks ``flat_mask`` (one or more, one after another) from ``offset`` (each row's own)."""
     u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
-    return flat_mask[sm.uv_to_texel(u, v, shape)]
+    return flat_mask[sm.uv_to_texel(u, v, shape) + offset]
 
 
-def _boundary_texels(flat_mask, layout, shape):
-    """Allowed texels with a forbidden texel among their 8 neighbours (across seams)."""
-    nb = sm.neighbour_texels(layout, shape, diagonal=True)
-    return flat_mask & ~np.all(flat_mask[nb], axis=0)
+def boundary_texels(flat_masks, layout, shape):
+    """``(B, H * W)`` bool: allowed texels with a forbidden texel among their 8 neighbours (across
+    seams), of the flat masks ``(B, H * W)``, all at once (slices of the masks with a border
+    continued across the seams, :func:`.sphere_maps.padded_texels`)."""
+    h, w = shape
+    padded = np.take(flat_masks, sm.padded_texels(layout, shape), axis=1).reshape(-1, h + 2, w + 2)
+    inner = np.ones((len(padded), h, w), dtype=bool)
+    for dr in (0, 1, 2):
+        for dc in (0, 1, 2):
+            if (dr, dc) != (1, 1):
+                inner &= padded[:, dr : dr + h, dc : dc + w]
+    return flat_masks & ~inner.reshape(len(padded), h * w)
+
+
+def boundary_candidates(boundary, layout, shape):
+    """The candidates for every forbidden texel's nearest allowed texel, from one mask's
+    :func:`boundary_texels` ``(H * W,)``: ``(index (K,), centres (3, K))``, the flat indices and
+    centre directions of the allowed texels with a forbidden neighbour (the nearest allowed
+    texel of a forbidden one always borders the forbidden set)."""
+    index = np.flatnonzero(boundary)
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    return index, np.ascontiguousarray(centres[index].T)
+
+
+def _nearest_candidate(points, candidates):
+    """``(index (n,), cos (n,))``: the candidate (see :func:`boundary_candidates`) whose centre
+    is nearest each direction of ``points (n, 3)`` by arc length, and the cosine of that arc.
+
+    The dot products are sums of three products per pair, not a matrix product, so a row's
+    answer does not depend on which other rows it is computed with: a table filled texel by
+    texel as projection needs it is the table computed all at once, bit for bit."""
+    index, (cx, cy, cz) = candidates
+    best = np.empty(len(points), dtype=np.int64)
+    cos = np.empty(len(points))
+    rows = max(1, (1 << 20) // max(index.size, 1))
+    for start in range(0, len(points), rows):
+        part = points[start : start + rows]
+        dots = part[:, 0:1] * cx
+        dots += part[:, 1:2] * cy
+        dots += part[:, 2:3] * cz
+        pick = np.argmax(dots, axis=1)
+        best[start : start + rows] = index[pick]
+        cos[start : start + rows] = dots[np.arange(len(part)), pick]
+    return best, cos
 
 
 def nearest_allowed_texels(mask, layout=sm.DEFAULT_LAYOUT):
@@ -45,32 +86,24 @@ def nearest_allowed_texels(mask, layout=sm.DEFAULT_LAYOUT):
         itself when allowed).
     cos : (H * W,) float
         Cosine of that arc (1 for allowed texels).
-
-    Only allowed texels on the region's boundary are candidates (the nearest allowed texel of
-    a forbidden one always borders the forbidden set); the forbidden x boundary dot products
-    are computed in chunks with one matrix product each.
     """
     mask = np.asarray(mask, dtype=bool)
     shape = shape_of(mask)
-    flat = mask.ravel()
-    if not flat.any():
-        raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
-    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    flat = _check_some_allowed(mask.ravel())
     index = np.arange(flat.size)
     cos = np.ones(flat.size)
     forbidden = np.flatnonzero(~flat)
-    if forbidden.size == 0:
-        return index, cos
-    candidates = np.flatnonzero(_boundary_texels(flat, layout, shape))
-    targets = np.ascontiguousarray(centres[candidates].T)
-    rows = max(1, (1 << 21) // max(candidates.size, 1))
-    for start in range(0, forbidden.size, rows):
-        part = forbidden[start : start + rows]
-        dots = centres[part] @ targets
-        best = np.argmax(dots, axis=1)
-        index[part] = candidates[best]
-        cos[part] = dots[np.arange(part.size), best]
+    if forbidden.size:
+        centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+        candidates = boundary_candidates(boundary_texels(flat[None], layout, shape)[0], layout, shape)
+        index[forbidden], cos[forbidden] = _nearest_candidate(centres[forbidden], candidates)
     return index, cos
+
+
+def _check_some_allowed(flat_mask):
+    if not flat_mask.any():
+        raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
+    return flat_mask
 
 
 def texel_scale(shape):
@@ -78,7 +111,7 @@ def texel_scale(shape):
     return float(np.sqrt(4.0 * np.pi / (shape[0] * shape[1])))
 
 
-def _inset(points, flat_mask, layout, shape, fallback=None):
+def _inset(points, flat_mask, layout, shape, fallback=None, offset=0):
     """Directions moved :data:`INSET` of a texel towards the centre of their own texel (in
     texture coordinates); rows that would not stay allowed take their texel centre."""
     u, v = sm._FORWARD[layout](points[..., 0], points[..., 1], points[..., 2])
@@ -88,20 +121,20 @@ def _inset(points, flat_mask, layout, shape, fallback=None):
     cv = (texel // w + 0.5) / h
     keep = 1.0 - INSET
     out = sm.uv_to_direction(cu + keep * (u - cu), cv + keep * (v - cv), layout)
-    ok = allowed_at(flat_mask, out, layout, shape)
+    ok = allowed_at(flat_mask, out, layout, shape, offset)
     if not ok.all():
         centres = sm.texel_centres(layout, shape).reshape(-1, 3)
         out[~ok] = centres[texel[~ok]] if fallback is None else fallback[~ok]
     return out
 
 
-def _bisect(lo, hi, flat_mask, layout, shape, iterations):
+def _bisect(lo, hi, flat_mask, layout, shape, iterations, offset=0):
     """Bisect great arcs from allowed ``lo`` to forbidden ``hi`` (both ``(n, 3)``) for the mask
     crossing; returns the allowed end."""
     for _ in range(iterations):
         mid = lo + hi
         mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
-        ok = allowed_at(flat_mask, mid, layout, shape)
+        ok = allowed_at(flat_mask, mid, layout, shape, offset)
         lo = np.where(ok[:, None], mid, lo)
         hi = np.where(ok[:, None], hi, mid)
     return lo
@@ -116,6 +149,41 @@ def toward(a, b, angle):
     return np.cos(angle) * a + np.sin(angle) * t
 
 
+def nearest_points(texels, flat_masks, layout, shape, candidates):
+    """The nearest-boundary table entries ``(n, 3)`` of forbidden texels of one or more masks:
+    see :func:`nearest_allowed_points`, which this computes for just these texels, with the same
+    result.
+
+    Parameters
+    ----------
+    texels : (n,) int array
+        Flat indices into ``flat_masks``: texel ``t`` of mask ``b`` is ``b * H * W + t``.
+    flat_masks : (B * H * W,) bool array
+        The masks, one after another.
+    candidates : callable
+        ``candidates(b)``: mask ``b``'s :func:`boundary_candidates`.
+    """
+    size = shape[0] * shape[1]
+    bone, local = np.divmod(texels, size)
+    offset = bone * size
+    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
+    target = centres[local]
+    index = np.empty(len(texels), dtype=np.int64)
+    cos = np.empty(len(texels))
+    order = np.argsort(bone, kind="stable")
+    bones, first = np.unique(bone[order], return_index=True)
+    for b, rows in zip(bones.tolist(), np.split(order, first[1:])):
+        index[rows], cos[rows] = _nearest_candidate(target[rows], candidates(b))
+    start = centres[index]
+    arc = np.arccos(np.clip(cos, -1.0, 1.0))
+    hi = toward(start, target, np.minimum(arc, 2.0 * texel_scale(shape)))
+    ok = allowed_at(flat_masks, hi, layout, shape, offset)
+    lo = np.where(ok[:, None], hi, start)
+    hi = np.where(ok[:, None], target, hi)
+    lo = _bisect(lo, hi, flat_masks, layout, shape, 8, offset)
+    return _inset(lo, flat_masks, layout, shape, fallback=start, offset=offset)
+
+
 def nearest_allowed_points(mask, layout=sm.DEFAULT_LAYOUT):
     """The nearest-boundary table ``(H, W, 3)`` for an allowed-swing ``mask (H, W)``.
 
@@ -128,19 +196,10 @@ def nearest_allowed_points(mask, layout=sm.DEFAULT_LAYOUT):
     """
     mask = np.asarray(mask, dtype=bool)
     shape = shape_of(mask)
-    flat = mask.ravel()
-    index, cos = nearest_allowed_texels(mask, layout)
-    centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-    table = centres.copy()
+    flat = _check_some_allowed(mask.ravel())
+    table = sm.texel_centres(layout, shape).reshape(-1, 3).copy()
     forbidden = np.flatnonzero(~flat)
     if forbidden.size:
-        start = centres[index[forbidden]]
-        target = centres[forbidden]
-        arc = np.arccos(np.clip(cos[forbidden], -1.0, 1.0))
-        hi = toward(start, target, np.minimum(arc, 2.0 * texel_scale(shape)))
-        ok = allowed_at(flat, hi, layout, shape)
-        lo = np.where(ok[:, None], hi, start)
-        hi = np.where(ok[:, None], target, hi)
-        lo = _bisect(lo, hi, flat, layout, shape, 8)
-        table[forbidden] = _inset(lo, flat, layout, shape, fallback=start)
+        candidates = boundary_candidates(boundary_texels(flat[None], layout, shape)[0], layout, shape)
+        table[forbidden] = nearest_points(forbidden, flat, layout, shape, lambda _: candidates)
     return table.reshape(shape + (3,))

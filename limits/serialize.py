@@ -3,8 +3,13 @@
 
 A limit is the plain mapping of :meth:`JointLimit.to_dict`: JSON scalars plus numpy arrays.
 In JSON a small array is written as ``{"__array__": [...], "shape": [...]}`` and a large one
-(grids, textures) as ``{"__base64__": "<little-endian bytes>", "shape": [...], "dtype": "<f8" or "<f4"}``
-(float32 where the values are exactly float32, see ``LimitModel.SINGLE_PRECISION``); in ``.npz`` every
+(grids, textures) as ``{"__zlib__": "<base64>", "shape": [...], "dtype": "<f2", "<f4" or "<f8"}``:
+its little-endian values at the narrowest of float16, float32 and float64 that holds them
+exactly (a model's rounded tables, see ``LimitModel.SINGLE_PRECISION``), their bytes shuffled
+(all first bytes, then all second bytes, ..., per channel when the last axis is a few
+channels) and deflated, which packs smooth tables to a fraction (a sinus texture: 2 MB of
+float16 to 0.2 MB). Files of earlier versions wrote ``"__base64__"`` (the plain bytes); they
+are still read. In ``.npz`` every
 array is its own entry (``params/<name>`` etc.) beside a JSON ``header`` entry, and the file is
 read with ``allow_pickle=False``. Everything read goes through :meth:`JointLimit.from_dict`,
 which validates kinds, shapes and values.
@@ -14,7 +19,9 @@ import base64
 import binascii
 import io
 import json
+import math
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -24,19 +31,42 @@ from .joint import JointLimit
 BASE64_THRESHOLD = 64
 
 
-#: Binary array types in JSON: float64, and float32 for arrays that hold float32 values
-#: exactly (a model's single-precision tables), which halves them and loses nothing.
-DTYPES = ("<f8", "<f4")
+#: Binary array types in JSON, narrowest first: an array is written in the first that holds
+#: its values exactly (a model's half- or single-precision tables), which loses nothing.
+DTYPES = ("<f2", "<f4", "<f8")
+
+#: A last axis this short holds channels (a texture's RGBA): bytes are shuffled per channel.
+CHANNELS = 8
+
+
+def _record(shape, itemsize):
+    """Bytes per shuffled record: one value, or one pixel of a few channels."""
+    return itemsize * (shape[-1] if shape and 0 < shape[-1] <= CHANNELS else 1)
+
+
+def _shuffle(raw, record):
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, record).T.tobytes()
+
+
+def _unshuffle(raw, record, dtype):
+    """The values of shuffled bytes ``raw``, as a flat array of ``dtype``."""
+    return np.ascontiguousarray(np.frombuffer(raw, dtype=np.uint8).reshape(record, -1).T).view(dtype).reshape(-1)
+
+
+def _narrowest(value):
+    for dtype in DTYPES[:-1]:
+        narrow = value.astype(dtype)
+        if np.array_equal(narrow, value):
+            return narrow
+    return np.ascontiguousarray(value, dtype=DTYPES[-1])
 
 
 def _encode(value):
     if isinstance(value, np.ndarray):
         if value.size > BASE64_THRESHOLD:
-            value = np.asarray(value, dtype=float)
-            single = value.astype("<f4")
-            dtype = "<f4" if np.array_equal(single, value) else "<f8"
-            raw = (single if dtype == "<f4" else np.ascontiguousarray(value, dtype="<f8")).tobytes()
-            return {"__base64__": base64.b64encode(raw).decode("ascii"), "shape": list(value.shape), "dtype": dtype}
+            value = _narrowest(np.asarray(value, dtype=float))
+            packed = zlib.compress(_shuffle(value.tobytes(), _record(value.shape, value.itemsize)))
+            return {"__zlib__": base64.b64encode(packed).decode("ascii"), "shape": list(value.shape), "dtype": value.dtype.str}
         return {"__array__": value.ravel().tolist(), "shape": list(value.shape)}
     if isinstance(value, dict):
         return {k: _encode(v) for k, v in value.items()}
@@ -47,17 +77,26 @@ def _encode(value):
 
 def _decode(value):
     if isinstance(value, dict):
-        if "__base64__" in value:
+        packed = "__zlib__" in value
+        if packed or "__base64__" in value:
             shape = value.get("shape")
             if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
                 raise ValueError("malformed array in limit JSON: bad shape")
             dtype = value.get("dtype", "<f8")
             if dtype not in DTYPES:
                 raise ValueError(f"malformed array in limit JSON: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+            size = math.prod(shape) * np.dtype(dtype).itemsize
             try:
-                raw = base64.b64decode(value["__base64__"], validate=True)
-                return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(float)
-            except (TypeError, ValueError, binascii.Error) as err:
+                raw = base64.b64decode(value["__zlib__" if packed else "__base64__"], validate=True)
+                if packed:
+                    inflate = zlib.decompressobj()
+                    raw = inflate.decompress(raw, size)  # never more than the shape declares
+                    if len(raw) != size or inflate.unconsumed_tail or not inflate.eof:
+                        raise ValueError(f"the data does not hold the {size} bytes its shape declares")
+                    # at the stored precision: a model keeps or widens it (LimitModel.round_single)
+                    return _unshuffle(raw, _record(shape, np.dtype(dtype).itemsize), dtype).reshape(shape)
+                return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+            except (TypeError, ValueError, binascii.Error, zlib.error) as err:
                 raise ValueError(f"malformed array in limit JSON: {err}") from None
         if "__array__" in value:
             data = value["__array__"]

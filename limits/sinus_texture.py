@@ -15,17 +15,22 @@ image : (H, W, 4) float array
     ``1`` twist minimum and ``2`` twist maximum (radians, ``min <= max``; defined on every
     texel, smoothly continued beyond the allowed region so bilinear lookups near the boundary
     are well behaved), ``3`` stress 0..1 (0 deep inside, 1 at and beyond the boundary).
-nearest : (H, W, 3) float array
-    Derived data. For every forbidden texel the allowed direction nearest (by arc length on
-    the sphere) to the texel's centre, refined onto the boundary of the allowed region (see
-    :func:`.nearest_boundary.nearest_allowed_points`); for allowed texels the texel centre. Recompute it with
-    :meth:`SinusTextureLimit.with_mask` / :meth:`SinusTextureLimit.from_image` after
-    editing the mask.
+    Kept at half precision (float16; twist limits rounded outward, so every sample that was
+    inside stays inside: steps of at most 0.002 rad, 0.11 degree): the image is all that
+    defines the limit, and it is stored (:mod:`.serialize`) in a quarter of the space of
+    float64.
 
 Config: ``layout`` (str), ``height`` and ``width`` (int, the texture shape) and ``islands``
 (int, the number of connected allowed regions; more than one usually means the data or the
-painting left a gap). A stacked model adds a leading bone axis to both params; only models
-of one layout and size stack (:meth:`SinusTextureLimit.group_key`).
+painting left a gap). A stacked model adds a leading bone axis to the image; only models of
+one layout and size stack (:meth:`SinusTextureLimit.group_key`).
+
+Derived data, never stored: Kelly's nearest-boundary table, for every forbidden texel the
+allowed direction nearest (by arc length on the sphere) to the texel's centre, refined onto
+the boundary of the allowed region (:func:`.nearest_boundary.nearest_allowed_points`). Projection fills
+it texel by texel as swings land in forbidden texels (the same entries as the whole table,
+bit for bit), so loading and stacking limits costs no table building;
+:meth:`SinusTextureLimit.nearest_table` gives the whole table.
 
 Lookups: the mask by the texel holding ``d`` (nearest texel), twist range and stress by
 bilinear interpolation between texel centres (across the layout's seams). ``contains`` tests
@@ -46,7 +51,15 @@ import numpy as np
 
 from . import sphere_maps as sm
 from .model import LimitModel, register_model
-from .nearest_boundary import INSET, nearest_allowed_points, texel_scale, toward
+from .nearest_boundary import (
+    INSET,
+    boundary_candidates,
+    boundary_texels,
+    nearest_allowed_points,
+    nearest_points,
+    texel_scale,
+    toward,
+)
 from .quaternion import as_quaternions, check_finite
 from .shape_limit import check_padding
 from .sphere_image import (
@@ -102,19 +115,25 @@ def _check_image(image, layout, shape=None):
 
 
 def _check_channels(image, kind="sinus_texture"):
-    """Raise ``ValueError`` for inconsistent channel values of ``image (..., H, W, 4)``."""
-    m = image[..., MASK]
-    if np.any((m != 0.0) & (m != 1.0)):
+    """Raise ``ValueError`` for inconsistent channel values of ``image (..., H, W, 4)``, one
+    bone's or a stack's. Checked from each bone's per-channel extremes, in float32 (which
+    holds the float16 image exactly), so that turning a big rig's limits on stays quick."""
+    image = np.asarray(image)
+    # channel planes (4, bones, texels): the reductions run along contiguous memory
+    pixels = np.moveaxis(image.reshape(-1, image.shape[-3] * image.shape[-2], 4), -1, 0).astype(np.float32, order="C")
+    low, high = pixels.min(axis=-1).T, pixels.max(axis=-1).T  # (bones, 4); NaN if any is NaN
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ValueError(f"{kind} limit: the image contains NaN or infinity")
+    m = pixels[MASK]
+    if low[:, MASK].min() < 0.0 or high[:, MASK].max() > 1.0 or np.any((m > 0.0) & (m < 1.0)):
         raise ValueError(f"{kind} limit: the mask channel must hold only 0 (forbidden) and 1 (allowed)")
-    if np.any(image[..., TWIST_MIN] > image[..., TWIST_MAX] + 1e-12):
+    if np.any(pixels[TWIST_MIN] > pixels[TWIST_MAX]):
         raise ValueError(f"{kind} limit: twist minimum exceeds twist maximum somewhere")
-    if np.any(np.abs(image[..., TWIST_MIN : TWIST_MAX + 1]) > 2.0 * np.pi + 1e-9):
+    if low[:, TWIST_MIN : TWIST_MAX + 1].min() < -2.0 * np.pi or high[:, TWIST_MIN : TWIST_MAX + 1].max() > 2.0 * np.pi:
         raise ValueError(f"{kind} limit: twist limits must lie within [-2 pi, 2 pi] radians")
-    s = image[..., STRESS]
-    if np.any((s < 0.0) | (s > 1.0)):
+    if low[:, STRESS].min() < 0.0 or high[:, STRESS].max() > 1.0:
         raise ValueError(f"{kind} limit: stress must lie in [0, 1]")
-    allowed = m.reshape(m.shape[:-2] + (-1,)).max(axis=-1)
-    if np.any(allowed < 1.0):
+    if np.any(high[:, MASK] < 1.0):
         raise ValueError(f"{kind} limit: the mask forbids every swing: at least one texel must be allowed")
 
 
@@ -127,28 +146,36 @@ class SinusTextureLimit(LimitModel):
     label = "Sinus Texture"
     description = "Swing region and per-swing twist range painted into a texture over the sphere (Kelly); any shape"
     ui_order = 70
-    PARAM_SHAPES = {"image": (None, None, 4), "nearest": (None, None, 3)}
+    PARAM_SHAPES = {"image": (None, None, 4)}
     SINGLE_PRECISION = ("image",)
+    DERIVED_PARAMS = ("nearest",)
 
     @classmethod
     def round_single(cls, name, value):
-        """Float32 precision, the twist range rounded outward (training twists stay inside)."""
-        single = value.astype(np.float32)
-        if np.array_equal(single, value):  # already single precision (loaded, stacked)
+        """The image at half precision, kept as float16 in memory too (a quarter of float64:
+        loading, stacking and tabling a big rig's textures moves that much less), the twist
+        range rounded outward (training twists stay inside) but not beyond the +-2 pi that
+        validation allows."""
+        value = np.asarray(value)
+        if value.dtype == np.float16:  # loaded or stacked: already rounded
             return value
+        value = value.astype(float)
+        half = value.astype(np.float16)
+        if np.array_equal(half, value):
+            return half
         if name == "image" and value.ndim >= 1 and value.shape[-1] == 4:
-            low, high = single[..., TWIST_MIN], single[..., TWIST_MAX]
-            low[...] = np.where(low > value[..., TWIST_MIN], np.nextafter(low, np.float32(-np.inf)), low)
-            high[...] = np.where(high < value[..., TWIST_MAX], np.nextafter(high, np.float32(np.inf)), high)
-        return single.astype(float)
+            low, high = half[..., TWIST_MIN], half[..., TWIST_MAX]
+            low[...] = np.where(low > value[..., TWIST_MIN], np.nextafter(low, np.float16(-np.inf)), low)
+            high[...] = np.where(high < value[..., TWIST_MAX], np.nextafter(high, np.float16(np.inf)), high)
+            full_turn = np.float16(2.0 * np.pi)  # rounds down: the largest half below 2 pi
+            np.clip(low, -full_turn, full_turn, out=low)
+            np.clip(high, -full_turn, full_turn, out=high)
+        return half
     FIT_OPTIONS = ("padding",)
 
     def __init__(self, params, config=None):
         super().__init__(params, config)
         self._runtime_cache = None
-        #: per bone, the texture coordinates ``(u, v)`` of the nearest-boundary table points as
-        #: :meth:`validate` computed them; the runtime tables (or a stack) take them over
-        self._table_uv = None
         self.report = {}
 
     # -- construction --------------------------------------------------------------------------
@@ -227,7 +254,7 @@ class SinusTextureLimit(LimitModel):
     @classmethod
     def from_image(cls, image, layout=sm.DEFAULT_LAYOUT):
         """A model from an image ``(H, W, 4)`` (channels as in the module docstring), computing
-        the derived data (nearest-boundary table, island count). Use after painting.
+        the island count. Use after painting.
 
         The mask channel is thresholded at 0.5; stress is clipped to ``[0, 1]``; where the
         twist minimum exceeds the maximum the two are swapped. ``ValueError`` for a wrong
@@ -243,12 +270,9 @@ class SinusTextureLimit(LimitModel):
         mask = image[..., MASK] > 0.5
         if not mask.any():
             raise ValueError("the sinus texture forbids every swing: at least one texel must be allowed")
-        nearest = nearest_allowed_points(mask, layout)
         islands, labels = count_islands(mask, layout)
         shape = mask.shape
-        model = cls(
-            {"image": image, "nearest": nearest}, {"layout": layout, "height": shape[0], "width": shape[1], "islands": islands}
-        )
+        model = cls({"image": image}, {"layout": layout, "height": shape[0], "width": shape[1], "islands": islands})
         omega = sm.texel_solid_angles(layout, shape).ravel()
         flat_labels = labels.ravel()
         ids, inverse = np.unique(flat_labels[flat_labels >= 0], return_inverse=True)
@@ -355,31 +379,12 @@ class SinusTextureLimit(LimitModel):
             raise ValueError(f"{self.kind} limit: config 'height' and 'width' must be ints, got {shape}")
         sm.texture_shape(shape, layout)
         image = self.params["image"]
-        nearest = self.params["nearest"]
-        if image.shape[-3:-1] != shape or nearest.shape[-3:-1] != shape or image.shape[:-3] != nearest.shape[:-3]:
-            raise ValueError(
-                f"{self.kind} limit: image and nearest must be {shape} texels, got {image.shape} and {nearest.shape}"
-            )
+        if image.shape[-3:-1] != shape:
+            raise ValueError(f"{self.kind} limit: the image must be {shape} texels, got {image.shape}")
         islands = config.get("islands", 1)
         if not isinstance(islands, int) or isinstance(islands, bool) or islands < 1:
             raise ValueError(f"{self.kind} limit: config 'islands' must be a positive int, got {islands!r}")
         _check_channels(image, self.kind)
-        if np.any(np.abs(np.linalg.norm(nearest, axis=-1) - 1.0) > 1e-6):
-            raise ValueError(f"{self.kind} limit: 'nearest' must hold unit directions")
-        flat_mask = image[..., MASK].reshape(-1, shape[0] * shape[1]) > 0.5
-        table = nearest.reshape(-1, shape[0] * shape[1], 3)
-        table_uv = []
-        for m, t in zip(flat_mask, table, strict=True):
-            # every table point's texture coordinates (the runtime tables need them too)
-            u, v = sm._FORWARD[layout](t[:, 0], t[:, 1], t[:, 2])
-            table_uv.append((u, v))
-            forbidden = ~m
-            if not m[sm.uv_to_texel(u[forbidden], v[forbidden], shape)].all():
-                raise ValueError(
-                    f"{self.kind} limit: the nearest-boundary table does not match the mask "
-                    "(recompute it with with_mask / from_image after editing)"
-                )
-        self._table_uv = table_uv
 
     def group_key(self):
         """Only textures of one layout and size stack."""
@@ -387,19 +392,14 @@ class SinusTextureLimit(LimitModel):
 
     @classmethod
     def stack(cls, models):
-        """:meth:`LimitModel.stack`, without rounding the stacked image to single precision
+        """:meth:`LimitModel.stack`, without rounding the stacked image to half precision
         again (every model's image was rounded when it was made, and params are not modified in
-        place, so the stack is already exact in float32), and handing the members' table
-        coordinates from validation on to the stack's runtime tables."""
+        place, so the stack is already exact in float16)."""
         models, params = cls._stacked_params(models)
         out = cls.__new__(type(models[0]))
         out.params = params
         out.config = dict(models[0].config)
         out._runtime_cache = None
-        parts = [m._table_uv for m in models]
-        out._table_uv = None if any(p is None for p in parts) else [uv for p in parts for uv in p]
-        for m in models:  # taken over: each member's own runtime would compute them again
-            m._table_uv = None
         out.report = {}
         return out
 
@@ -409,28 +409,66 @@ class SinusTextureLimit(LimitModel):
 
     # -- runtime tables ------------------------------------------------------------------------
     def _runtime(self):
-        """Flat lookup tables, built once (params are not modified in place)."""
+        """Flat lookup tables, built once (params are not modified in place). The
+        nearest-boundary entries and the twist ranges there are filled as projection needs them
+        (:meth:`_nearest`)."""
         if self._runtime_cache is not None:
             return self._runtime_cache
         layout = self.config["layout"]
         h, w = self.config["height"], self.config["width"]
         image = self.params["image"].reshape((-1, h * w, 4))
-        nearest = self.params["nearest"].reshape((-1, h * w, 3))
-        pad_index = sm.padded_texels(layout, (h, w))
-        # each channel's padded tables of every bone, gathered straight into one flat array
-        tables = {name: np.take(image[..., c], pad_index, axis=1).reshape(-1) for name, c in _PADDED_CHANNELS}
-        nearest_xyz = tuple(np.ascontiguousarray(nearest[..., i]).reshape(-1) for i in range(3))
-        table_uv, self._table_uv = self._table_uv, None
+        size = image.shape[0] * h * w
         self._runtime_cache = {
             "layout": layout,
             "shape": (h, w),
             "bones_shape": self.params["image"].shape[:-3],
             "mask": (image[..., MASK] > 0.5).reshape(-1),
-            **tables,
-            "nearest_xyz": nearest_xyz,
-            "ranges": _table_ranges(nearest_xyz, tables, image, layout, (h, w), table_uv),
+            # every bone's image with a one-texel border continued across the seams, texels
+            # one after another (B * (H + 2) * (W + 2), 4): a lookup gathers whole texels
+            "padded": np.take(image, sm.padded_texels(layout, (h, w)), axis=1).reshape(-1, 4),
+            # the nearest-boundary entries met so far, rows (x, y, z, twist low, twist high), and
+            # per texel of every bone its row + 1 (0: not met; np.zeros leaves pages unallocated
+            # until written, so a big rig pays for the texels its motion reaches)
+            "nearest": np.zeros((0, 5)),
+            "slot": np.zeros(size, dtype=np.int32),
+            "candidates": {},
         }
         return self._runtime_cache
+
+    def _nearest(self, texel):
+        """``(n, 5)``: the nearest-boundary entry ``(x, y, z)`` and the twist range ``(low,
+        high)`` there, of each forbidden texel ``texel (n,)`` (flat, with the bone offset),
+        computed for the texels not met before (:func:`.nearest_boundary.nearest_points`)."""
+        rt = self._runtime()
+        slot = rt["slot"].take(texel)
+        if not slot.all():
+            self._fill_nearest(np.unique(texel[slot == 0]))
+            slot = rt["slot"].take(texel)
+        return rt["nearest"].take(slot - 1, axis=0)
+
+    def _fill_nearest(self, texel):
+        rt = self._runtime()
+        layout, (h, w) = rt["layout"], rt["shape"]
+        found = rt["candidates"]
+        masks = rt["mask"].reshape(-1, h * w)
+        needed = [b for b in np.unique(texel // (h * w)).tolist() if b not in found]
+        if needed:  # the boundaries of every bone met for the first time, in one go
+            for b, boundary in zip(needed, boundary_texels(masks[needed], layout, (h, w))):
+                found[b] = boundary_candidates(boundary, layout, (h, w))
+        points = nearest_points(texel, rt["mask"], layout, (h, w), found.__getitem__)
+        u, v = sm._FORWARD[layout](points[:, 0], points[:, 1], points[:, 2])
+        ranges = _ranges_at_uv(u, v, texel // (h * w), rt, self.params["image"], layout, (h, w))
+        rt["slot"][texel] = len(rt["nearest"]) + 1 + np.arange(len(texel), dtype=np.int32)
+        rt["nearest"] = np.concatenate((rt["nearest"], np.concatenate((points, ranges), axis=1)))
+
+    def nearest_table(self):
+        """Kelly's whole nearest-boundary table ``(..., H, W, 3)`` (derived data; for the
+        allowed texels their centres): :func:`.nearest_boundary.nearest_allowed_points` of each
+        bone's mask."""
+        h, w = self.config["height"], self.config["width"]
+        masks = (self.params["image"][..., MASK] > 0.5).reshape(-1, h, w)
+        tables = [nearest_allowed_points(m, self.config["layout"]) for m in masks]
+        return np.stack(tables).reshape(self.params["image"].shape[:-1] + (3,))
 
     def _flat_inputs(self, q):
         """``q`` broadcast against the bone axes: ``(rows (n, 4), bone (n,) or None, lead)``."""
@@ -463,20 +501,17 @@ class SinusTextureLimit(LimitModel):
         if bone is not None:
             texel = texel + bone * (h * w)
             base = base + bone * ((h + 2) * (w + 2))
-        low, high = _bilinear_pair(rt["twist_min"], rt["twist_max"], base, fx, fy, w + 2)
+        texels = _bilinear(rt["padded"], base, fx, fy, w + 2)
         out = {
             "direction": (dx, dy, dz),
             "twist": twist,
             "texel": texel,
             "allowed": rt["mask"].take(texel),
-            "low": low,
-            "high": high,
+            "low": texels[:, TWIST_MIN],
+            "high": texels[:, TWIST_MAX],
         }
         if stress:
-            st = rt["stress"]
-            s_top = st.take(base) * (1 - fx) + st.take(base + 1) * fx
-            s_bottom = st.take(base + (w + 2)) * (1 - fx) + st.take(base + (w + 3)) * fx
-            out["stress"] = s_top * (1 - fy) + s_bottom * fy
+            out["stress"] = texels[:, STRESS]
         return out
 
     # -- the interface -------------------------------------------------------------------------
@@ -512,7 +547,6 @@ class SinusTextureLimit(LimitModel):
         unchanged; the result keeps the cover of ``q``."""
         rows, bone, lead = self._flat_inputs(q)
         out = rows.copy()
-        rt = self._runtime()
         for start in range(0, len(rows), CHUNK_ROWS):
             stop = start + CHUNK_ROWS
             part = rows[start:stop]
@@ -534,13 +568,8 @@ class SinusTextureLimit(LimitModel):
             high = r["high"][pick]
             far = np.flatnonzero(~allowed)
             if far.size:
-                texel = r["texel"][far] if rows_all else r["texel"][moved[far]]
-                nx, ny, nz = rt["nearest_xyz"]
-                dx[far] = nx.take(texel)
-                dy[far] = ny.take(texel)
-                dz[far] = nz.take(texel)
-                low[far] = rt["ranges"][:, 0].take(texel)
-                high[far] = rt["ranges"][:, 1].take(texel)
+                nearest = self._nearest(r["texel"][far] if rows_all else r["texel"][moved[far]])
+                dx[far], dy[far], dz[far], low[far], high[far] = nearest.T
             twist = np.clip(t[pick], low, high)
             new = compose_direction_twist(dx, dy, dz, twist)
             old = part[pick]
@@ -624,7 +653,7 @@ class SinusTextureLimit(LimitModel):
         bad_start = ~rp["allowed"]
         if bad_start.any():
             texel = rp["texel"][bad_start]
-            start[bad_start] = np.stack([c.take(texel) for c in rt["nearest_xyz"]], axis=-1)
+            start[bad_start] = self._nearest(texel)[:, :3]
         end = np.stack(r["direction"], axis=-1)
 
         def allowed(points, off):
@@ -688,41 +717,13 @@ class SinusTextureLimit(LimitModel):
         base = y0 * (w + 2) + x0
         if bone is not None:
             base = base + bone * ((h + 2) * (w + 2))
-        low, high = _bilinear_pair(rt["twist_min"], rt["twist_max"], base, fx, fy, w + 2)
-        return np.stack((low, high), axis=-1)
+        return _bilinear(rt["padded"], base, fx, fy, w + 2)[:, TWIST_MIN : TWIST_MAX + 1]
 
 
-#: Channels kept as padded flat tables at run time.
-_PADDED_CHANNELS = (("twist_min", TWIST_MIN), ("twist_max", TWIST_MAX), ("stress", STRESS))
-
-
-def _table_ranges(nearest_xyz, tables, image, layout, shape, table_uv=None):
-    """Twist ranges ``(B * H * W, 2)`` at the nearest-boundary table points ``nearest_xyz``
-    (three flat component arrays) of every bone, in chunks of :data:`CHUNK_ROWS` rows (several
-    bones at a time): see :func:`_ranges_at_uv`. ``table_uv``: the points' texture coordinates,
-    ``(u, v)`` per bone, when they are known already."""
-    h, w = shape
-    nx, ny, nz = nearest_xyz
-    total = nx.size
-    ranges = np.empty((total, 2))
-    if table_uv is not None and len(table_uv) * h * w == total:
-        for b, (u, v) in enumerate(table_uv):
-            bone = np.full(u.shape, b)
-            ranges[b * h * w : (b + 1) * h * w] = _ranges_at_uv(u, v, bone, tables, image, layout, shape)
-        return ranges
-    step = max(CHUNK_ROWS, h * w)
-    for start in range(0, total, step):
-        stop = min(start + step, total)
-        u, v = sm._FORWARD[layout](nx[start:stop], ny[start:stop], nz[start:stop])
-        bone = np.arange(start, stop) // (h * w)
-        ranges[start:stop] = _ranges_at_uv(u, v, bone, tables, image, layout, shape)
-    return ranges
-
-
-def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
+def _ranges_at_uv(u, v, bone, rt, image, layout, shape):
     """Twist ranges ``(n, 2)`` at texture coordinates ``u, v (n,)`` of bones ``bone (n,)``: the
     bilinear interpolation of :func:`.sphere_image.bilinear_taps` (same weights, same sums), with the taps read
-    from the padded ``tables`` (flat, every bone), which hold the texels the seams wrap to. A tap
+    from the runtime's padded image (every bone), which holds the texels the seams wrap to. A tap
     beyond the one-texel border (a point a rounding step outside the texture) takes the wrapped
     path in ``image (B, H * W, 4)``."""
     h, w = shape
@@ -737,7 +738,7 @@ def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
         base[outside] = 0  # in range; replaced below
     # the weights (1 - fx)(1 - fy), fx(1 - fy), (1 - fx)fy, fx fy summed in tap order, as the
     # sum over bilinear_taps' four taps adds them
-    out = np.stack(_bilinear_pair(tables["twist_min"], tables["twist_max"], base, fx, fy, stride), axis=-1)
+    out = _bilinear(rt["padded"], base, fx, fy, stride)[:, TWIST_MIN : TWIST_MAX + 1]
     if outside.size:
         wrapped, wrapped_weights = bilinear_taps(u[outside], v[outside], layout, shape)
         flat = image.reshape(-1, 4)
@@ -747,25 +748,16 @@ def _ranges_at_uv(u, v, bone, tables, image, layout, shape):
     return out
 
 
-def _bilinear_pair(low_table, high_table, base, fx, fy, stride):
-    """Bilinear lookups in two flat padded tables at corner index ``base`` with fractions."""
+def _bilinear(padded, base, fx, fy, stride):
+    """Bilinear lookups ``(n, 4)`` of every channel in the padded image ``padded (N, 4)`` (float16:
+    the sums are float64) at corner rows ``base (n,)`` with fractions ``fx, fy (n,)``."""
     gx = 1.0 - fx
     gy = 1.0 - fy
-    w00 = gx * gy
-    w01 = fx * gy
-    w10 = gx * fy
-    w11 = fx * fy
-    b1 = base + 1
-    b2 = base + stride
-    b3 = b2 + 1
-    out = []
-    for tab in (low_table, high_table):
-        v = tab.take(base)
-        v *= w00
-        v += tab.take(b1) * w01
-        v += tab.take(b2) * w10
-        v += tab.take(b3) * w11
-        out.append(v)
+    out = padded.take(base, axis=0) * (gx * gy)[:, None]
+    out += padded.take(base + 1, axis=0) * (fx * gy)[:, None]
+    base = base + stride
+    out += padded.take(base, axis=0) * (gx * fy)[:, None]
+    out += padded.take(base + 1, axis=0) * (fx * fy)[:, None]
     return out
 
 
@@ -826,5 +818,5 @@ def boundary_rim(model, count=64, samples=512):
     directions = np.cos(rim_theta)[:, None] * centre + np.sin(rim_theta)[:, None] * around
     u, v = sm.direction_to_uv(directions, layout)
     texel = sm.uv_to_texel(u, v, shape)
-    twist_mid = 0.5 * (image[..., TWIST_MIN].ravel()[texel] + image[..., TWIST_MAX].ravel()[texel])
+    twist_mid = 0.5 * (image[..., TWIST_MIN].ravel()[texel].astype(float) + image[..., TWIST_MAX].ravel()[texel])
     return directions, twist_mid

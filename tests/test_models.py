@@ -1043,8 +1043,9 @@ def test_softening_stays_near_the_hard_limit(kind):
     assert quaternion_angle(limit.from_relative(direct), soft).max() <= 1e-9
 
 
-def test_single_precision_tables_are_stored_as_float32_and_read_back_exactly():
+def test_rounded_tables_are_stored_narrow_and_packed_and_read_back_exactly():
     import base64
+    import zlib
 
     from limits.serialize import DTYPES
     from limits.sinus_texture import TWIST_MAX, TWIST_MIN, SinusTextureLimit
@@ -1052,22 +1053,33 @@ def test_single_precision_tables_are_stored_as_float32_and_read_back_exactly():
     limit = JointLimit.fit(cloud(43), kind="sdf_grid")
     data = json.loads(limit_to_json(limit))
     phi = data["model"]["params"]["phi"]
-    assert phi["dtype"] == "<f4" and len(base64.b64decode(phi["__base64__"])) == 4 * limit.model.params["phi"].size
+    assert phi["dtype"] == "<f4" and len(zlib.decompress(base64.b64decode(phi["__zlib__"]))) == 4 * limit.model.params["phi"].size
     assert_same_limit(limit, limit_from_json(json.dumps(data)))
-    # arrays written before the dtype field are float64, and a foreign dtype is refused
+    # arrays written before the dtype field are float64, those before packing plain bytes, and
+    # a foreign dtype is refused
     phi64 = limit.model.params["phi"].astype("<f8")
     data["model"]["params"]["phi"] = {"__base64__": base64.b64encode(phi64.tobytes()).decode(), "shape": list(phi64.shape)}
     assert_same_limit(limit, limit_from_json(json.dumps(data)))
     data["model"]["params"]["phi"]["dtype"] = "<i8"
     with pytest.raises(ValueError, match="dtype '<i8' is not one of " + ", ".join(DTYPES)):
         limit_from_json(json.dumps(data))
-    # rounding the sinus texture to float32 never narrows its twist range
+    # packed data that does not fill its declared shape, or overfills it, is refused
+    for shape in ([2, 64, 64], [64, 64, 63]):
+        packed = dict(phi, shape=shape)
+        data["model"]["params"]["phi"] = packed
+        with pytest.raises(ValueError, match="bytes its shape declares"):
+            limit_from_json(json.dumps(data))
+    # rounding the sinus texture to float16 never narrows its twist range
     image = np.zeros((32, 16, 4))
     image[..., 0] = 1.0
     image[..., TWIST_MIN], image[..., TWIST_MAX] = -0.1 - 1e-9, 0.3 + 1e-9
     rounded = SinusTextureLimit.round_single("image", image)
     assert np.all(rounded[..., TWIST_MIN] <= image[..., TWIST_MIN]) and np.all(rounded[..., TWIST_MAX] >= image[..., TWIST_MAX])
-    assert np.array_equal(rounded, rounded.astype(np.float32))
+    assert np.array_equal(rounded, rounded.astype(np.float16))
+    sinus = JointLimit.fit(cloud(44), kind="sinus_texture")
+    image = json.loads(limit_to_json(sinus))["model"]["params"]["image"]
+    assert sinus.model.params["image"].dtype == np.float16  # in memory too
+    assert image["dtype"] == "<f2" and len(image["__zlib__"]) < 0.5 * sinus.model.params["image"].nbytes
 
 
 def test_kdop_interior_margin_alone_equals_the_tables_and_rejects_flat_kdops():

@@ -348,11 +348,13 @@ def test_edit_mask_and_recompute(cone_model):
     assert edited.config["islands"] == 2
     # twist channels survive the edit
     np.testing.assert_array_equal(edited.params["image"][..., TWIST_MIN], cone_model.params["image"][..., TWIST_MIN])
-    # an out-of-date table is refused on load
+    # the nearest-boundary table is derived, never stored: a mask edited in the data
+    # projects onto the edited region, as with_mask's model does
     data = cone_model.to_dict()
     data["params"]["image"][..., MASK] = mask
-    with pytest.raises(ValueError, match="table does not match"):
-        LimitModel.from_dict(data)
+    assert "nearest" not in data["params"]
+    q = swing_only(tilt(np.linspace(-0.3, 0.3, 7), np.zeros(7)))
+    np.testing.assert_array_equal(LimitModel.from_dict(data).project(q), edited.project(q))
 
 
 def test_from_keys():
@@ -413,7 +415,9 @@ def test_all_allowed_only_clamps_twist():
     d, t = direction_twist(q)
     dp, tp = direction_twist(p)
     np.testing.assert_allclose(dp, d, atol=1e-12)
-    np.testing.assert_allclose(tp, np.clip(t, -0.2, 0.3), atol=1e-9)
+    low, high = model.params["image"][0, 0, TWIST_MIN : TWIST_MAX + 1]  # -0.2 and 0.3 at half precision, outward
+    assert -0.2001 < low <= -0.2 and 0.3 <= high < 0.3001
+    np.testing.assert_allclose(tp, np.clip(t, low, high), atol=1e-9)
     assert model.contains(p).all()
     assert model.config["islands"] == 1
 
@@ -507,15 +511,18 @@ def test_runtime_tables_equal_per_bone_reference(layout):
         image = model.params["image"].reshape(-1, h, w, 4)
         pad = np.stack([img[r, c] for img in image])
         np.testing.assert_array_equal(np.stack([sm.padded(img, layout) for img in image]), pad)
-        for name, channel in (("twist_min", TWIST_MIN), ("twist_max", TWIST_MAX), ("stress", STRESS)):
-            np.testing.assert_array_equal(rt[name], pad[..., channel].ravel(), err_msg=name)
+        np.testing.assert_array_equal(rt["padded"], pad.reshape(-1, 4))
         np.testing.assert_array_equal(rt["mask"], image[..., MASK].ravel() > 0.5)
-        table = model.params["nearest"].reshape(-1, h * w, 3)
-        np.testing.assert_array_equal(np.stack(rt["nearest_xyz"], axis=-1), table.reshape(-1, 3))
+        # every forbidden texel's nearest-boundary entry, filled on demand, and the range there
+        forbidden = np.flatnonzero(~rt["mask"])
+        filled = model._nearest(forbidden)
+        table = model.nearest_table().reshape(-1, 3)
+        np.testing.assert_array_equal(filled[:, :3], table[forbidden])
         # numpy's arctan may differ by an ulp between its vector and scalar loops, which it picks
         # by memory layout: the forward map is compared to the interpolation, not bit for bit
         u, v = sm._FORWARD[layout](table[..., 0], table[..., 1], table[..., 2])
-        np.testing.assert_allclose(rt["ranges"], _reference_ranges(image, u, v, layout).reshape(-1, 2), rtol=0, atol=1e-12)
+        reference = _reference_ranges(image, u.reshape(-1, h * w), v.reshape(-1, h * w), layout).reshape(-1, 2)
+        np.testing.assert_allclose(filled[:, 3:], reference[forbidden], rtol=0, atol=1e-12)
     # the interpolation itself is exact, also for points a rounding step outside the texture
     # (beyond the padded border: those rows take the wrapped path)
     rt = stacked._runtime()
@@ -527,33 +534,29 @@ def test_runtime_tables_equal_per_bone_reference(layout):
     np.testing.assert_array_equal(ranges, _reference_ranges(stacked.params["image"], u, v, layout).reshape(-1, 2))
 
 
-def test_stack_takes_over_validated_table_coordinates():
-    """Validation keeps each model's table points' texture coordinates; a stack takes them over
-    for its runtime tables (and stacks the params as they are), which then equal those of a
-    stack that computes everything itself."""
+def test_nearest_entries_filled_on_demand_are_the_whole_table():
+    """Projection fills the nearest-boundary entries of the forbidden texels it meets; in any
+    order and batch, single or stacked, they are the whole table's entries bit for bit, and so
+    are the projections."""
     fitted = [SinusTextureLimit.fit(cone_cloud(3000)[:, p], size=32) for p in ([0, 1, 2, 3], [0, 3, 2, 1])]
     models = [SinusTextureLimit.from_dict(m.to_dict()) for m in fitted]
-    assert all(len(m._table_uv) == 1 for m in models)
     stacked = SinusTextureLimit.stack(models)
-    assert all(m._table_uv is None for m in models) and len(stacked._table_uv) == 2
     reference = LimitModel.stack(fitted)
-    assert reference._table_uv is None
-    for name in ("image", "nearest"):
-        np.testing.assert_array_equal(stacked.params[name], reference.params[name])
+    np.testing.assert_array_equal(stacked.params["image"], reference.params["image"])
     assert stacked.config == reference.config and stacked.group_key() == reference.group_key()
-    rt, expected = stacked._runtime(), reference._runtime()
-    assert stacked._table_uv is None
-    for name in ("mask", "twist_min", "twist_max", "stress"):
-        np.testing.assert_array_equal(rt[name], expected[name], err_msg=name)
-    # ulp-level freedom only: numpy's arctan picks its vector or scalar loop by memory layout
-    np.testing.assert_allclose(rt["ranges"], expected["ranges"], rtol=0, atol=1e-12)
     q = quaternion_random(4000, 5).reshape(2000, 2, 4)
+    one_go = reference.project(q)
+    for i in range(0, 2000, 7):  # the stack fills its entries a few rows at a time, backwards
+        stacked.project(q[::-1][i : i + 7])
+    np.testing.assert_array_equal(stacked.project(q), one_go)
+    for model in (stacked, reference):
+        rt = model._runtime()
+        met = np.flatnonzero(rt["slot"])
+        assert 0 < met.size < (~rt["mask"]).sum()  # only what projection met
+        whole = np.concatenate([m.nearest_table().reshape(-1, 3) for m in fitted])
+        np.testing.assert_array_equal(rt["nearest"][rt["slot"][met] - 1, :3], whole[met])
     np.testing.assert_array_equal(stacked.contains(q), reference.contains(q))
-    np.testing.assert_allclose(stacked.project(q), reference.project(q), rtol=0, atol=1e-12)
-    # a model validated but never stacked uses its own coordinates
-    single = SinusTextureLimit.from_dict(fitted[0].to_dict())
-    np.testing.assert_allclose(single._runtime()["ranges"], fitted[0]._runtime()["ranges"], rtol=0, atol=1e-12)
-    assert single._table_uv is None
+    np.testing.assert_array_equal(models[1].project(q[:, 1]), one_go[:, 1])
 
 
 def test_dict_json_and_npz_round_trips():
@@ -579,12 +582,31 @@ def test_from_dict_validation():
         lambda d: d["config"].update(extra=1),
         lambda d: d["params"]["image"].__setitem__((0, 0, STRESS), 2.0),
         lambda d: d["params"]["image"].__setitem__((0, 0, TWIST_MIN), 1.0),
-        lambda d: d["params"].update(nearest=d["params"]["nearest"] * 2),
+        lambda d: d["params"].update(mask=d["params"]["image"][..., MASK]),
     ):
         bad = {"kind": data["kind"], "config": dict(data["config"]), "params": {k: v.copy() for k, v in data["params"].items()}}
         change(bad)
         with pytest.raises(ValueError):
             LimitModel.from_dict(bad)
+    # files of earlier versions stored the (derived) nearest-boundary table: it is dropped
+    legacy = {**data, "params": {**data["params"], "nearest": np.zeros((32, 32, 3))}}
+    np.testing.assert_array_equal(LimitModel.from_dict(legacy).params["image"], data["params"]["image"])
+
+
+def test_image_is_half_precision_twist_rounded_outward():
+    image = image_of((32, 32))
+    image[..., TWIST_MIN] = np.linspace(-6.3, 1.0, 32 * 32).reshape(32, 32)
+    image[..., TWIST_MAX] = np.linspace(1.0, 6.3, 32 * 32).reshape(32, 32)
+    image[..., STRESS] = np.linspace(0.0, 1.0, 32 * 32).reshape(32, 32)
+    model = SinusTextureLimit.from_image(image)
+    kept = model.params["image"]
+    np.testing.assert_array_equal(kept, kept.astype(np.float16))
+    low, high = kept[..., TWIST_MIN], kept[..., TWIST_MAX]
+    inside = np.abs(image[..., TWIST_MIN : TWIST_MAX + 1]) <= np.float16(2 * np.pi)
+    assert np.all((low <= image[..., TWIST_MIN])[inside[..., 0]]) and np.all((high >= image[..., TWIST_MAX])[inside[..., 1]])
+    assert np.all(np.abs(kept[..., TWIST_MIN : TWIST_MAX + 1]) <= 2 * np.pi)  # clipped, not rounded past 2 pi
+    assert np.abs(kept[..., TWIST_MIN : TWIST_MAX + 1] - image[..., TWIST_MIN : TWIST_MAX + 1])[inside].max() < 0.004
+    np.testing.assert_allclose(kept[..., STRESS], image[..., STRESS], atol=2.5e-4)
 
 
 def test_count_islands_across_seams():
