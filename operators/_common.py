@@ -102,6 +102,13 @@ def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def short_list(names, most=3):
+    """``"a, b, c +2 more"``: the first ``most`` distinct names (a status bar line is short)."""
+    names = list(dict.fromkeys(names))
+    more = f" +{len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
 class ActionFramesMixin:
     """Operators that walk the active action's frames: optional frame range, and a poll that
     needs an armature with an action."""
