@@ -88,7 +88,7 @@ def cli_fit(args):
     fitted, failed = fit_bones(obj, bones, actions, args.model, args.mode)
     for f in failed:
         print(f"failed: {f}")
-    print(f"fitted {len(fitted)} bones of {obj.name} from {len(actions)} action(s)")
+    print(f"fitted {len(fitted)} bones of {obj.name} from {', '.join(repr(a.name) for a in actions)}")
     if not fitted:
         return 1
     _save(args.save)

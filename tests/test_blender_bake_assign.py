@@ -68,3 +68,17 @@ def test_assign_keeps_an_ik_chain_live_when_it_moves_a_bone_the_bake_did_not_key
     assert [c.name for _, c in rig_bake.redundant_constraints(obj, chain)] == [ik.name]
     assert rig_bake.redundant_constraints(obj, {"tip"}) == [], "the IK also moves 'lower', which was not keyed"
 
+
+def test_demo_file_keeps_its_training_action_and_fit_refits_from_it(clean_file, addon, tmp_path):
+    out = tmp_path / "out"
+    assert addon.cli.main(["demo", str(out), "--frames", "300"]) == 0
+    blend = out / "joint_limits_demo.blend"
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    assert {"RangeOfMotion", "Impossible", "Impossible_limited"} <= set(bpy.data.actions.keys())
+    obj = bpy.data.objects["Humanoid"]
+    assert obj.animation_data.action.name == "RangeOfMotion", "fit refits from the object's action"
+    assert addon.cli.main(["fit", "--save", str(blend)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    obj = bpy.data.objects["Humanoid"]
+    rows = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], np.arange(1, 121))
+    assert sum(r["frames_out"] > 0 for r in rows) > 5, "refitted from the training action, not the impossible one"
