@@ -3,7 +3,8 @@ import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from ..rig.bake import assign_baked, bake_action
-from ._common import ActionFramesMixin, plural, progress, short_list
+from ..rig.datastore import short_list
+from ._common import ActionFramesMixin, plural, progress
 
 
 class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
