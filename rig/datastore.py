@@ -215,7 +215,7 @@ class StoreHealth(NamedTuple):
         bones = sorted({*self.limits, *self.clouds})
         return [
             f"Limit data of {self.armature} is missing",
-            f"{len(self.limits)} limits, {len(self.clouds)} sample sets: {short_list(bones)}",
+            f"Limits lost: {len(self.limits)}, samples lost: {len(self.clouds)} ({short_list(bones)})",
             f"Text block {self.store!r} does not hold them" if self.store else "Its text block was deleted",
             f"Found in {self.found!r}: save, or run a Joint Limits tool, to re-link it"
             if self.found

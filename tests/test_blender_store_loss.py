@@ -16,6 +16,7 @@ def test_a_deleted_store_is_detected_and_each_bone_says_what_it_lost(clean_file,
     obj, pb, _ = fitted_rig(addon)
     datastore = addon.rig.datastore
     assert datastore.health(obj.data).ok
+    bpy.ops.ed.undo_push(message="fitted")
     _delete_store(obj)
     health = datastore.health(obj.data)
     assert not health.ok
@@ -24,6 +25,9 @@ def test_a_deleted_store_is_detected_and_each_bone_says_what_it_lost(clean_file,
     assert "Rig" in text and "deleted" in text and "Undo" in text and "lower" in text
     line, icon = addon.panels.limit_ui.samples_line(pb.joint_limit)
     assert "240" in line and "missing" in line and icon == "ERROR", "the count alone would say the samples are there"
+    bpy.ops.ed.undo_push(message="deleted")
+    bpy.ops.ed.undo()  # what the warning advises
+    assert datastore.health(bpy.data.objects["Rig"].data).ok
 
 
 def test_every_operator_reports_the_loss_in_the_status_bar(clean_file, addon, capfd):
