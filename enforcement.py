@@ -17,6 +17,7 @@ from bpy.app.handlers import persistent
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
 from .rig.app_handlers import install, uninstall
+from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
 from .rig.storage import read_limit
@@ -143,10 +144,10 @@ def _compile(obj, bone_names):
         identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
+            key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
-            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({err})")
+            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})")
             continue
-        key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
     _reuse[obj.as_pointer()] = reuse.used

@@ -102,6 +102,14 @@ def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def report_done(operator, text, skipped, level="INFO"):
+    """Report what ``operator`` did in one status-bar line that also names the bones it
+    ``skipped`` (a :class:`~..rig.bone_errors.SkippedBones`), as a warning when there are any."""
+    if skipped:
+        level, text = "WARNING", f"{text}; {skipped.summary()}"
+    operator.report({level}, text)
+
+
 class ActionFramesMixin:
     """Operators that walk the active action's frames: optional frame range, and a poll that
     needs an armature with an action."""

@@ -4,7 +4,8 @@ from bpy.props import BoolProperty, StringProperty
 
 from ..rig.actions import assign_action
 from ..rig.bake import bake_action
-from ._common import ActionFramesMixin, progress
+from ..rig.bone_errors import SkippedBones
+from ._common import ActionFramesMixin, progress, report_done
 
 
 class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
@@ -20,10 +21,11 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
+        skipped = SkippedBones()
         try:
             frames = self.frames(action)
             with progress(context, len(frames)) as update:
-                baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update)
+                baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -32,5 +34,5 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
             for pb in obj.pose.bones:
                 for con in pb.constraints:
                     con.mute = True
-        self.report({"INFO"}, f"Baked {len(frames)} frames of {len(obj.pose.bones)} bones into {baked.name!r}")
+        report_done(self, f"Baked {len(frames)} frames of {len(obj.pose.bones)} bones into {baked.name!r}", skipped)
         return {"FINISHED"}

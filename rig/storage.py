@@ -57,10 +57,14 @@ def write_cloud(pose_bone, q, append=False):
 
 
 def read_limit(pose_bone):
-    """The bone's fitted :class:`JointLimit` with its softening settings, or ``None``."""
+    """The bone's fitted :class:`JointLimit` with its softening settings, or ``None`` when it
+    has none. A stored entry that is empty or not text (the store is never written so) is a
+    ``ValueError``, like corrupt JSON."""
     settings = pose_bone.joint_limit
     text = datastore.get(settings, "limit")  # straight from the store: through RNA it is copied twice more
     if not text:
+        if datastore.has(settings, "limit"):
+            raise ValueError(f"{pose_bone.name}: its stored limit is empty or not text")
         return None
     limit = limit_from_json(text)
     if settings.use_softening:
