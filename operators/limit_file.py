@@ -5,7 +5,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..limits.serialize import load_limit, save_limit
 from ..rig.bone_errors import describe, naming
-from ..rig.storage import read_limit, write_limit
+from ..rig.storage import read_limit, store_limit
 from ._common import active_bone_in_pose_mode
 
 
@@ -55,12 +55,6 @@ class JOINTLIMITS_OT_load_file(bpy.types.Operator, ImportHelper):
         except (ValueError, OSError, RecursionError, MemoryError) as err:  # a foreign file, not a bug here
             self.report({"ERROR"}, f"Could not load {self.filepath}: {describe(err)}")
             return {"CANCELLED"}
-        settings = pb.joint_limit
-        if settings.model != limit.model.kind:  # may refit from samples: set before writing
-            settings.model = limit.model.kind
-        mode = limit.model.config.get("mode")
-        if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
-            settings.mode = mode
-        write_limit(pb, limit)
+        store_limit(pb, limit)
         self.report({"INFO"}, f"Loaded a {limit.model.kind} limit onto {pb.name}")
         return {"FINISHED"}
