@@ -9,6 +9,7 @@ import bpy
 from .rig import datastore
 from .rig.actions import action_frames
 from .rig.bake import bake_action
+from .rig.bone_errors import SkippedBones, guarded
 from .rig.fitting import fit_pose_bone
 from .rig.report import report_text, violation_report
 from .rig.sampling import sample_rotations, store_clouds
@@ -76,19 +77,17 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
     for note in notes:
         print(f"note: {note}")
     store_clouds(obj, clouds)
-    fitted, failed = [], []
+    fitted, skipped = [], SkippedBones()
     for name in clouds:
         pb = obj.pose.bones[name]
-        try:
+        with guarded(skipped, name):
             if model:
                 pb.joint_limit.model = model
             if mode:
                 pb.joint_limit.mode = mode
             fit_pose_bone(obj, pb)
             fitted.append(name)
-        except ValueError as err:
-            failed.append(f"{name}: {err}")
-    return fitted, failed
+    return fitted, [f"{name}: {why}" for name, why in skipped.items()]
 
 
 def cli_fit(args):
@@ -118,7 +117,10 @@ def cli_bake(args):
     obj = resolve_armature(args.object)
     action, frames = _frames(obj, args)
     bones = resolve_bones(obj, args.bones) if args.bones else None
-    baked = bake_action(obj, bpy.context.scene, action, frames, bones)
+    skipped = SkippedBones()
+    baked = bake_action(obj, bpy.context.scene, action, frames, bones, skipped=skipped)
+    for name, why in skipped.items():
+        print(f"skipped: {name}: {why} (baked unlimited)")
     print(f"baked {len(frames)} frames of {obj.name} into action {baked.name!r}")
     _save(args.save)
     return 0
@@ -128,7 +130,8 @@ def cli_report(args):
     obj = resolve_armature(args.object)
     action, frames = _frames(obj, args)
     bones = resolve_bones(obj, args.bones) if args.bones else None
-    text = report_text(obj, action, violation_report(obj, bpy.context.scene, action, frames, bones))
+    skipped = SkippedBones()
+    text = report_text(obj, action, violation_report(obj, bpy.context.scene, action, frames, bones, skipped=skipped), skipped)
     print(text)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")

@@ -128,6 +128,14 @@ def checks_limit_data(cls):
     return cls
 
 
+def report_done(operator, text, skipped, level="INFO"):
+    """Report what ``operator`` did in one status-bar line that also names the bones it
+    ``skipped`` (a :class:`~..rig.bone_errors.SkippedBones`), as a warning when there are any."""
+    if skipped:
+        level, text = "WARNING", f"{text}; {skipped.summary()}"
+    operator.report({level}, text)
+
+
 class ActionFramesMixin:
     """Operators that walk the active action's frames: optional frame range, and a poll that
     needs an armature with an action."""

@@ -3,8 +3,9 @@ import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from ..rig.bake import assign_baked, bake_action
+from ..rig.bone_errors import SkippedBones
 from ..rig.datastore import short_list
-from ._common import ActionFramesMixin, plural, progress
+from ._common import ActionFramesMixin, plural, progress, report_done
 
 
 class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
@@ -24,10 +25,11 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
+        skipped = SkippedBones()
         try:
             frames = self.frames(action)
             with progress(context, len(frames)) as update:
-                baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update)
+                baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -36,5 +38,5 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
             muted = assign_baked(obj, action, baked)
             message += f" and assigned it; {action.name!r} kept (fake user); muted {plural(len(muted), 'constraint')}"
             message += f" on {short_list(bone for bone, _ in muted)}" if muted else ""
-        self.report({"INFO"}, message)
+        report_done(self, message, skipped)
         return {"FINISHED"}
