@@ -18,7 +18,8 @@ from limits.quaternion import (
     quaternion_random,
     zyz_from_quaternion,
 )
-from limits.sdf_grid import SdfGridLimit, _build, _layout, _node_positions
+from limits.sdf_build import _build, _layout, _node_positions
+from limits.sdf_grid import SdfGridLimit
 from limits.serialize import limit_from_json, limit_to_json, load_limit_npz, save_limit_npz
 
 
