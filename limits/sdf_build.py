@@ -55,8 +55,8 @@ import numpy as np
 
 from .cloud import _segment_starts, densify_slerp
 from .distance_transform import distance_transform, label_components
-from .quaternion import exp_map_from_quaternion, slerp
-from .sdf_space import _WRAP, TWO_PI, _circular_arc, _difference, _to_window, coordinates_from_quaternion
+from .quaternion import exp_map_from_quaternion, quaternion_angle, slerp
+from .sdf_space import _WRAP, TWO_PI, _arc_of_sorted, _difference, _to_window, coordinates_from_quaternion
 
 #: The tube is at least this many times the largest spacing (see the module docstring).
 TUBE_FLOOR = 1.15
@@ -71,19 +71,75 @@ PROPAGATION_SWEEPS = 2
 REFINE_ROUNDS = 4
 MAX_STEPS = 256
 
+#: Rows of the densified track made and read at a time (memory: see sdf_from_rotations).
+PIECE_SAMPLES = 1 << 18
+
+#: Most samples in a densified track (a few seconds of work); see :func:`_track`.
+MAX_DENSIFIED = 1 << 21
+
+#: Periodic axes of a long track: angles kept exactly, and bins past that (see :class:`_Extent`).
+ARC_KEEP = 1 << 18
+ARC_BINS = 1 << 16
+
 
 # -- grid layout --------------------------------------------------------------------------------------
+class _Extent:
+    """Running extent of parameter points, for :func:`_layout` on a track given in pieces.
+
+    Open axes keep their minimum and maximum. Periodic axes keep angles (mod 2 pi) for the
+    smallest arc holding them; past :data:`ARC_KEEP` angles only each of :data:`ARC_BINS` equal
+    bins' smallest and largest are kept. The arc is then still exact whenever the data leave a
+    gap wider than a bin (``2 pi / ARC_BINS``): gaps between bins are kept exactly and gaps
+    inside a bin are narrower. Else the circle is covered, the axis is closed, and only where
+    its nodes start may differ (by less than a bin).
+    """
+
+    def __init__(self, space):
+        self.wrap = _WRAP[space]
+        self.low = np.full(3, np.inf)
+        self.high = np.full(3, -np.inf)
+        self.angles = {int(axis): np.empty(0) for axis in np.flatnonzero(self.wrap)}
+
+    def add(self, points):
+        """Take in the points ``(N, 3)``; returns self."""
+        if not len(points):
+            return self
+        np.minimum(self.low, points.min(axis=0), out=self.low)
+        np.maximum(self.high, points.max(axis=0), out=self.high)
+        for axis, kept in self.angles.items():
+            kept = np.concatenate((kept, np.mod(points[:, axis], TWO_PI)))
+            if len(kept) > ARC_KEEP:
+                kept = np.sort(kept)
+                bins = np.minimum((kept * (ARC_BINS / TWO_PI)).astype(np.int64), ARC_BINS - 1)
+                change = bins[1:] != bins[:-1]
+                keep = np.r_[True, change] | np.r_[change, True]  # first and last of each bin
+                kept = kept[keep]
+            self.angles[axis] = kept
+        return self
+
+    def start_extent(self):
+        """``start (3,)`` and ``extent (3,)`` of the points taken in (periodic axes: the arc)."""
+        start = self.low.copy()
+        extent = self.high - start
+        for axis, kept in self.angles.items():
+            start[axis], extent[axis] = _arc_of_sorted(np.sort(kept))
+        return start, extent
+
+
 def _layout(points, space, n, tube0):
-    """Grid ``lower (3,)``, ``spacing (3,)``, ``closed (3,) bool`` and ``tube`` for ``points (N, 3)``.
+    """Grid ``lower (3,)``, ``spacing (3,)``, ``closed (3,) bool`` and ``tube`` for ``points (N, 3)``."""
+    return _layout_of(_Extent(space).add(points), space, n, tube0)
+
+
+def _layout_of(reach, space, n, tube0):
+    """Grid ``lower (3,)``, ``spacing (3,)``, ``closed (3,) bool`` and ``tube`` for the points
+    an :class:`_Extent` took in.
 
     Solves ``h = (extent + 2 margin) / (n - 1)`` with ``margin = tube + 1.5 h`` and
     ``tube = max(tube0, 1.15 max(h))`` in closed form.
     """
     wrap = _WRAP[space]
-    start = points.min(axis=0)
-    extent = points.max(axis=0) - start
-    for axis in np.flatnonzero(wrap):
-        start[axis], extent[axis] = _circular_arc(points[:, axis])
+    start, extent = reach.start_extent()
     usable = n - 1 - 2.0 * BORDER_SPACINGS
     closed = np.zeros(3, dtype=bool)
     for _ in range(3):  # closing an axis can only grow the tube: at most two changes
@@ -130,34 +186,94 @@ def _subdivide(q, steps):
     return out, original
 
 
-def _densify(q, space, target, segments, bridge):
-    """Samples ``(M, 4)`` with consecutive parameter distances at most ``target`` (see module
-    docstring, step 2), and the ``(M - 1,)`` mask of pairs that are unbridged clip boundaries."""
-    n = len(q)
-    starts = None if segments is None else _segment_starts(segments, n)
-    if n < 2:
-        return q.copy(), np.zeros(0, dtype=bool)
-    if space == "EXP_MAP":
-        # exp map stretches distances by at most (theta / 2) / sin(theta / 2) at angle theta.
-        theta = min(float(np.max(np.linalg.norm(exp_map_from_quaternion(q), axis=-1))) + target, 1.9 * np.pi)
-        stretch = (0.5 * theta) / np.sin(0.5 * theta) if theta > 1e-6 else 1.0
-    else:
-        stretch = 1.0
-    samples, position = densify_slerp(q, target / stretch, segments=segments, bridge=bridge, return_index=True)
-    boundary = np.zeros(len(samples) - 1, dtype=bool)
-    if starts is not None and not bridge:
-        whole = position == np.round(position)
-        boundary = whole[1:] & starts[np.round(position[1:]).astype(np.int64)] & (position[1:] - position[:-1] == 1.0)
-    for _ in range(REFINE_ROUNDS):
+def _runs(steps, size):
+    """Bounds ``(R + 1,)`` cutting pairs with ``steps (P,)`` pieces each into runs of consecutive
+    pairs of about ``size`` pieces (at least one pair each)."""
+    total = np.cumsum(steps)
+    cut = np.flatnonzero(np.diff(total // size) > 0) + 1
+    return np.r_[0, cut, len(steps)]
+
+
+def _refined(samples, boundary, space, target, rounds, last):
+    """Yield ``samples (M, 4)`` after at most ``rounds`` adaptive rounds (pairs farther apart than
+    ``target`` in the parameter space are subdivided unless ``boundary (M - 1,)``), in
+    consecutive pieces of about :data:`PIECE_SAMPLES` rows; the last sample only if ``last``
+    (the next piece starts with it otherwise)."""
+    for done in range(rounds):
         gaps = _gaps(coordinates_from_quaternion(samples, space), space)
         bad = (gaps > target) & ~boundary
         if not bad.any():
             break
         steps = np.ones(len(gaps), dtype=np.int64)
         steps[bad] = np.minimum(np.ceil(gaps[bad] / target * 1.01), MAX_STEPS).astype(np.int64)
+        if steps.sum() > PIECE_SAMPLES and len(steps) > 1:
+            # Pairs are subdivided independently: refine runs of them one after the other.
+            bounds = _runs(steps, PIECE_SAMPLES)
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                end = last and b == len(steps)
+                yield from _refined(samples[a : b + 1], boundary[a:b], space, target, rounds - done, end)
+            return
         samples, _ = _subdivide(samples, steps)
         boundary = np.repeat(boundary, steps)
-    return samples, boundary
+    yield samples if last else samples[:-1]
+
+
+def _track(q, space, target, segments, bridge):
+    """The densified track (module docstring, step 2) of rotations ``q (N, 4)``: samples with
+    consecutive parameter distances at most ``target``, yielded in consecutive pieces ``(M_i,
+    4)`` of about :data:`PIECE_SAMPLES` rows (a generator; the same again for the same arguments).
+
+    Pairs are densified and refined independently, so the pieces are exactly the samples a
+    single pass over the whole track would give. If that track would hold more than
+    :data:`MAX_DENSIFIED` samples (a cloud that is not a track, e.g. rotations in random
+    order, where each pair spans the grid), ``target`` is widened until it does not (and when
+    the samples alone are that many, they are used as they are): the grid has only ``n^3``
+    nodes to light, and the work stays bounded.
+    """
+    n = len(q)
+    starts = None if segments is None else _segment_starts(segments, n)
+    if n < 2:
+        return iter((q.copy(),))
+    if space == "EXP_MAP":
+        # exp map stretches distances by at most (theta / 2) / sin(theta / 2) at angle theta.
+        theta = min(float(np.max(np.linalg.norm(exp_map_from_quaternion(q), axis=-1))) + target, 1.9 * np.pi)
+        stretch = (0.5 * theta) / np.sin(0.5 * theta) if theta > 1e-6 else 1.0
+    else:
+        stretch = 1.0
+    angles = np.empty(n - 1)
+    for a in range(0, n - 1, PIECE_SAMPLES):
+        b = min(a + PIECE_SAMPLES, n - 1)
+        angles[a:b] = quaternion_angle(q[a:b], q[a + 1 : b + 1])
+    if starts is not None and not bridge:
+        angles[starts[1:]] = 0.0  # unbridged clip boundaries are not interpolated
+    angle = target / stretch
+    # densify_slerp's pieces per pair
+    steps = np.maximum(np.ceil(angles / angle), 1.0).astype(np.int64)
+    if steps.sum() + 1 > MAX_DENSIFIED:
+        room = MAX_DENSIFIED - n
+        if room < n:
+            return (q[a : a + PIECE_SAMPLES] for a in range(0, n, PIECE_SAMPLES))
+        # sum(ceil(x)) < sum(x) + pairs: widen so that sum(angles) / angle <= room
+        widen = float(angles.sum()) / angle / room
+        target *= widen
+        angle = target / stretch
+        steps = np.maximum(np.ceil(angles / angle), 1.0).astype(np.int64)
+    return _track_pieces(q, starts, angle, steps, space, target, bridge)
+
+
+def _track_pieces(q, starts, angle, steps, space, target, bridge):
+    """The pieces of :func:`_track`: runs of pairs densified by :func:`~.cloud.densify_slerp`
+    with ``angle`` (``steps`` pieces per pair), then refined."""
+    n = len(q)
+    bounds = _runs(steps, PIECE_SAMPLES)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = None if starts is None else starts[a : b + 1]
+        samples, position = densify_slerp(q[a : b + 1], angle, segments=part, bridge=bridge, return_index=True)
+        boundary = np.zeros(len(samples) - 1, dtype=bool)
+        if part is not None and not bridge:
+            whole = position == np.round(position)
+            boundary = whole[1:] & part[np.round(position[1:]).astype(np.int64)] & (position[1:] - position[:-1] == 1.0)
+        yield from _refined(samples, boundary, space, target, REFINE_ROUNDS, b == n - 1)
 
 
 # -- building the field ----------------------------------------------------------------------------------
@@ -265,19 +381,17 @@ class _Nearest:
         self.best[rows[better]] = sample[better]
 
 
-def _build(points, lower, spacing, closed, n, tube):
-    """Signed distance ``phi (n, n, n)``, inside component count and the distance error bound."""
+def _seed(points, lower, spacing, closed, n, nodes):
+    """Seed every sample at its nearest node: ``seed (S,)`` the samples' nodes, ``dist2 (S,)``
+    their squared distances to them, ``seeded_nodes (G,)`` increasing, and ``reps (7, G)`` the
+    representatives of each seeded node (sample indices). ``nodes (n^3, 3)`` node positions."""
     shape = (n, n, n)
-    size = n**3
     u = (points - lower) / spacing
     cell = np.rint(u).astype(np.int64)
     cell = np.where(closed, np.mod(cell, n), np.clip(cell, 0, n - 1))
     seed = np.ravel_multi_index(tuple(cell.T), shape)
-    nodes = _node_positions(shape, lower, spacing).reshape(-1, 3)
     offset = _difference(points, nodes[seed], closed)
     dist2 = _norm2(offset)
-    error_bound = 2.0 * float(np.sqrt(dist2.max()))
-    nodes = np.ascontiguousarray(nodes.T)
     # Representatives of each seeded node: the sample nearest the node, then the samples with
     # the smallest and largest coordinate along each axis (the best ones for far queries); on
     # ties the earliest sample. One stable sort by node, then per node the first (last) sample
@@ -287,8 +401,6 @@ def _build(points, lower, spacing, closed, n, tube):
     starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
     seeded_nodes = grouped[starts]
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(order)]))
-    slot = np.full(size, -1, dtype=np.intp)
-    slot[seeded_nodes] = np.arange(len(seeded_nodes))
     reps = np.empty((7, len(seeded_nodes)), dtype=np.intp)  # sample indices
     for r, key in enumerate((dist2, offset[:, 0], offset[:, 1], offset[:, 2])):
         k = key[order]
@@ -299,6 +411,34 @@ def _build(points, lower, spacing, closed, n, tube):
             high = np.flatnonzero(k == np.maximum.reduceat(k, starts)[group])
             keep = np.r_[group[high[1:]] != group[high[:-1]], True]
             reps[2 * r] = order[high[keep]]
+    return seed, dist2, seeded_nodes, reps
+
+
+def _representatives(points, lower, spacing, closed, n):
+    """Increasing indices of the samples ``points (S, 3)`` that :func:`_build` can use: the
+    representatives of every seeded node (:func:`_seed`) and one sample farthest from its node
+    (for the error bound).
+
+    ``_build`` of these samples (in their order) equals ``_build`` of all: it reads the others
+    only through the representatives, and a sample that is a node's first (last) holder of a
+    least (greatest) key among all samples is that among any subset holding it, in order.
+    So a long track can be built piece by piece, keeping only these between pieces.
+    """
+    nodes = _node_positions((n, n, n), lower, spacing).reshape(-1, 3)
+    _, dist2, _, reps = _seed(points, lower, spacing, closed, n, nodes)
+    return np.unique(np.append(reps.ravel(), np.argmax(dist2)))
+
+
+def _build(points, lower, spacing, closed, n, tube):
+    """Signed distance ``phi (n, n, n)``, inside component count and the distance error bound."""
+    shape = (n, n, n)
+    size = n**3
+    nodes = _node_positions(shape, lower, spacing).reshape(-1, 3)
+    _, dist2, seeded_nodes, reps = _seed(points, lower, spacing, closed, n, nodes)
+    error_bound = 2.0 * float(np.sqrt(dist2.max()))
+    nodes = np.ascontiguousarray(nodes.T)
+    slot = np.full(size, -1, dtype=np.intp)
+    slot[seeded_nodes] = np.arange(len(seeded_nodes))
     seeded = slot >= 0
 
     _, nearest = distance_transform(seeded.reshape(shape), spacing, closed)
@@ -379,22 +519,53 @@ def sdf_from_rotations(q, space, n, tube0, segments=None, bridge=True, densify=T
     in ``space`` with ``n`` nodes per axis and a tube of at least ``tube0`` radians; the other
     arguments as for :meth:`.sdf_grid.SdfGridLimit.fit`.
 
+    Memory is bounded by the input and the grid, never by the densified track: the track is
+    made and read in pieces of about :data:`PIECE_SAMPLES` rows (twice: once for the grid
+    layout, once for the field, unless it fits in one piece), and between pieces only the
+    samples the field can use are kept (:func:`_representatives`, at most 7 per seeded node
+    plus one).
+
     Returns ``(params, report)``: the model's parameters and its ``fit_report``.
     """
     wrap = _WRAP[space]
-    points = coordinates_from_quaternion(q, space)
-    lower, spacing, closed, tube = _layout(points, space, n, tube0)
-    samples = q
+    chunks = range(0, len(q), PIECE_SAMPLES)
+    reach = _Extent(space)
+    for a in chunks:
+        reach.add(coordinates_from_quaternion(q[a : a + PIECE_SAMPLES], space))
+    lower, spacing, closed, tube = _layout_of(reach, space, n, tube0)
+    kept = None  # the points of a track that fits in one piece
     if densify:
         for _ in range(2):  # the layout of the densified track can differ a little
-            samples, _ = _densify(q, space, 0.5 * float(spacing.min()), segments, bridge)
-            points = coordinates_from_quaternion(samples, space)
-            new = _layout(points, space, n, tube0)
+            target = 0.5 * float(spacing.min())
+            reach = _Extent(space)
+            kept, size = [], 0
+            for piece in _track(q, space, target, segments, bridge):
+                points = coordinates_from_quaternion(piece, space)
+                reach.add(points)
+                size += len(piece)
+                if kept is not None:
+                    kept = kept + [points] if size <= PIECE_SAMPLES else None
+            new = _layout_of(reach, space, n, tube0)
             stable = np.all(new[1] >= spacing) and np.array_equal(new[2], closed)
             lower, spacing, closed, tube = new
             if stable:
                 break
-    points = _to_window(points, lower, spacing, closed.astype(float), n, wrap)
+    if kept is not None:
+        pieces = kept
+    elif densify:  # the same track again (same target), for the final layout
+        pieces = (coordinates_from_quaternion(piece, space) for piece in _track(q, space, target, segments, bridge))
+    else:
+        pieces = (coordinates_from_quaternion(q[a : a + PIECE_SAMPLES], space) for a in chunks)
+    pool, pending, size, used = [], 0, 0, 0
+    for points in pieces:
+        pool.append(_to_window(points, lower, spacing, closed.astype(float), n, wrap))
+        pending += len(points)
+        size += len(points)
+        if pending > max(PIECE_SAMPLES, 2 * used):
+            points = np.concatenate(pool)
+            pool = [points[_representatives(points, lower, spacing, closed, n)]]
+            pending = used = len(pool[0])
+    points = pool[0] if len(pool) == 1 else np.concatenate(pool)
     phi, count, error_bound = _build(points, lower, spacing, closed, n, tube)
     params = {
         "phi": phi,
@@ -406,7 +577,7 @@ def sdf_from_rotations(q, space, n, tube0, segments=None, bridge=True, densify=T
     }
     report = {
         "samples": len(q),
-        "densified": len(samples),
+        "densified": size,
         "components": count,
         "tube": tube,
         "distance_error_bound": error_bound,

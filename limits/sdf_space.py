@@ -64,7 +64,11 @@ def _check_space(space):
 
 def _circular_arc(angles):
     """``(start, length)`` of the smallest arc holding all ``angles (N,)`` (radians)."""
-    a = np.sort(np.mod(angles, TWO_PI))
+    return _arc_of_sorted(np.sort(np.mod(angles, TWO_PI)))
+
+
+def _arc_of_sorted(a):
+    """:func:`_circular_arc` of angles ``a (N,)`` already reduced to ``[0, 2 pi]`` and sorted."""
     gaps = np.diff(np.append(a, a[0] + TWO_PI))
     widest = int(np.argmax(gaps))
     start = a[(widest + 1) % len(a)]
