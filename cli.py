@@ -61,7 +61,7 @@ def main(argv):
     try:
         args = _parser().parse_args(list(argv))
         return getattr(jobs, f"cli_{args.command}")(args)
-    except (ValueError, LookupError, OSError, RuntimeError) as err:
+    except (ValueError, LookupError, OSError, RuntimeError, MemoryError) as err:
         print(f"joint_limits: error: {err}", file=sys.stderr)
         return 2
 

@@ -3,7 +3,9 @@
 
 Builds a humanoid rig and a generated range-of-motion action (coupled shoulder/hip swing-twist),
 samples and fits limits on every bone, then enforces them live and bakes them onto a second,
-deliberately impossible action, and writes a .blend, a text report and PNG pictures.
+deliberately impossible action, and writes a .blend, a text report and PNG pictures. The .blend
+has the range-of-motion action assigned (``fit`` on it refits from that), with the impossible
+action and its bake kept beside it.
 """
 
 import math
@@ -20,7 +22,7 @@ from .limits.motion import impossible_motion, range_of_motion
 from .limits.picture import BOUNDARY, CLOUD, VIOLATION, cloud_picture
 from .limits.quaternion import exp_map_from_quaternion
 from .limits.skeleton import humanoid_skeleton
-from .rig.actions import action_frames
+from .rig.actions import action_frames, assign_action
 from .rig.bake import bake_action
 from .rig.humanoid import build_armature, key_rotations
 from .rig.picture import save_png
@@ -99,7 +101,10 @@ def run_demo(output="out", frames=600, seed=0):
     live_worst = _live_check(obj, scene, frames_imp)
     baked = bake_action(obj, scene, impossible, frames_imp)
     after = violation_report(obj, scene, baked, frames_imp)
-    obj.animation_data.action = impossible
+    # the file keeps the action the limits were fitted from assigned, so `fit` on it (which
+    # samples the object's action) refits from the same motion; the others stay beside it
+    impossible.use_fake_user = True
+    assign_action(obj, rom)
 
     pictures = []
     for name in ("upper_arm.L", "thigh.R", "forearm.L"):

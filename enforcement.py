@@ -3,9 +3,9 @@
 
 ``frame_change_post`` limits the pose after animation was evaluated for a frame, and a guarded
 ``depsgraph_update_post`` limits interactive posing. Each armature's limits are compiled once
-(until a setting changes, undo, or a file load) into groups of same-kind models stacked along
-a bone axis, so a frame costs a few foreach_get/foreach_set calls and one numpy projection per
-model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
+(until a setting changes, undo, a file load, or an edit of the bones) into groups of same-kind
+models stacked along a bone axis, so a frame costs a few foreach_get/foreach_set calls and one
+numpy projection per model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
 """
 
 import contextlib
@@ -17,6 +17,7 @@ from bpy.app.handlers import persistent
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
 from .rig.app_handlers import install, uninstall
+from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
 from .rig.storage import read_limit
@@ -82,8 +83,9 @@ _reuse = {}
 
 
 class _CompiledRig:
-    def __init__(self, bone_count, groups):
-        self.bone_count = bone_count
+    def __init__(self, bone_names, groups):
+        #: ``obj.pose.bones.keys()`` when compiled: rows are indices into this order
+        self.bone_names = bone_names
         self.groups = groups
         #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
         #: function of the pose, so looping playback and scrubbing replay it for free.
@@ -131,7 +133,7 @@ def suspended():
         _state["suspended"] -= 1
 
 
-def _compile(obj):
+def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
     by_key = {}
     for row, pose_bone in enumerate(obj.pose.bones):
@@ -142,22 +144,29 @@ def _compile(obj):
         identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
+            key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
-            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({err})")
+            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})")
             continue
-        key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
     _reuse[obj.as_pointer()] = reuse.used
-    return _CompiledRig(len(obj.pose.bones), groups)
+    return _CompiledRig(bone_names, groups)
 
 
 def compiled(obj):
-    """The compiled limits of ``obj`` (cached)."""
+    """The compiled limits of ``obj`` (cached until the pose bones' names or order change).
+
+    Rows index ``obj.pose.bones``, whose order follows the bone hierarchy: re-parenting in Edit
+    Mode can reorder it and deleting one bone and adding another keeps its length, so the
+    cache is checked against the names in order (``keys()``, one C call): this lookup costs
+    about 10 us a frame for 60 bones and 27 us for 200 (5 us comparing the count only). A
+    re-parent that keeps the order keeps every row valid."""
     key = obj.as_pointer()
     rig = _cache.get(key)
-    if rig is None or rig.bone_count != len(obj.pose.bones):
-        rig = _cache[key] = _compile(obj)
+    names = obj.pose.bones.keys()
+    if rig is None or rig.bone_names != names:
+        rig = _cache[key] = _compile(obj, names)
     return rig
 
 

@@ -1,31 +1,46 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the ``joint_limits`` CLI commands do, as plain functions of parsed arguments."""
 
+import sys
 from pathlib import Path
 
 import bpy
 
+from .rig import datastore
 from .rig.actions import action_frames
 from .rig.bake import bake_action
+from .rig.bone_errors import SkippedBones, guarded
 from .rig.fitting import fit_pose_bone
 from .rig.report import report_text, violation_report
 from .rig.sampling import sample_rotations, store_clouds
 
 
 def resolve_armature(name=None):
-    """The armature called ``name``, else the active one, else the only one in the file."""
+    """The armature called ``name``, else the active one, else the only one in the file; its
+    limit data checked (:func:`check_limit_data`)."""
     if name:
         obj = bpy.data.objects.get(name)
         if obj is None or obj.type != "ARMATURE":
             raise ValueError(f"no armature object named {name!r}")
-        return obj
+        return check_limit_data(obj)
     active = bpy.context.view_layer.objects.active if bpy.context.view_layer else None
     if active is not None and active.type == "ARMATURE":
-        return active
+        return check_limit_data(active)
     arms = [o for o in bpy.data.objects if o.type == "ARMATURE"]
     if len(arms) != 1:
         raise ValueError(f"found {len(arms)} armatures; name one with --object")
-    return arms[0]
+    return check_limit_data(arms[0])
+
+
+def check_limit_data(obj):
+    """Re-link the rig's detached data store, and warn on stderr when limit data is missing
+    (:func:`.rig.datastore.health`). Returns ``obj``."""
+    if datastore.relink(obj.data) is not None:
+        print(f"note: re-linked the limit data of {obj.data.name}: its text block had been detached")
+    health = datastore.health(obj.data)
+    if not health.ok:
+        print(f"joint_limits: warning: {health.message}", file=sys.stderr)
+    return obj
 
 
 def resolve_bones(obj, names):
@@ -62,19 +77,17 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
     for note in notes:
         print(f"note: {note}")
     store_clouds(obj, clouds)
-    fitted, failed = [], []
+    fitted, skipped = [], SkippedBones()
     for name in clouds:
         pb = obj.pose.bones[name]
-        try:
+        with guarded(skipped, name):
             if model:
                 pb.joint_limit.model = model
             if mode:
                 pb.joint_limit.mode = mode
             fit_pose_bone(obj, pb)
             fitted.append(name)
-        except ValueError as err:
-            failed.append(f"{name}: {err}")
-    return fitted, failed
+    return fitted, [f"{name}: {why}" for name, why in skipped.items()]
 
 
 def cli_fit(args):
@@ -88,7 +101,7 @@ def cli_fit(args):
     fitted, failed = fit_bones(obj, bones, actions, args.model, args.mode)
     for f in failed:
         print(f"failed: {f}")
-    print(f"fitted {len(fitted)} bones of {obj.name} from {len(actions)} action(s)")
+    print(f"fitted {len(fitted)} bones of {obj.name} from {', '.join(repr(a.name) for a in actions)}")
     if not fitted:
         return 1
     _save(args.save)
@@ -104,7 +117,10 @@ def cli_bake(args):
     obj = resolve_armature(args.object)
     action, frames = _frames(obj, args)
     bones = resolve_bones(obj, args.bones) if args.bones else None
-    baked = bake_action(obj, bpy.context.scene, action, frames, bones)
+    skipped = SkippedBones()
+    baked = bake_action(obj, bpy.context.scene, action, frames, bones, skipped=skipped)
+    for name, why in skipped.items():
+        print(f"skipped: {name}: {why} (baked unlimited)")
     print(f"baked {len(frames)} frames of {obj.name} into action {baked.name!r}")
     _save(args.save)
     return 0
@@ -114,7 +130,8 @@ def cli_report(args):
     obj = resolve_armature(args.object)
     action, frames = _frames(obj, args)
     bones = resolve_bones(obj, args.bones) if args.bones else None
-    text = report_text(obj, action, violation_report(obj, bpy.context.scene, action, frames, bones))
+    skipped = SkippedBones()
+    text = report_text(obj, action, violation_report(obj, bpy.context.scene, action, frames, bones, skipped=skipped), skipped)
     print(text)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")

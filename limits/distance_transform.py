@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Exact Euclidean distance transforms and connected components on small 3-D grids, in numpy.
 
-Used by the signed-distance-field limit (:mod:`.sdf_grid`) to replace seed 000's brute force
-over grid nodes x samples.
+Used by the signed-distance-field limit (:mod:`.sdf_build`, :mod:`.sdf_projection`) to replace
+seed 000's brute force over grid nodes x samples.
 
 * :func:`distance_transform` is the separable transform of Felzenszwalb and Huttenlocher
   ("Distance transforms of sampled functions", 2012): one lower envelope of parabolas per grid

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Operators, one per file. Scripts depend on the ``pose.joint_limits_<verb>`` names."""
+"""Operators, one per file. Scripts depend on the ``pose.joint_limits_<verb>`` names. Each is
+registered with :func:`._common.checks_limit_data`: it says when the rig's limit data is lost."""
 
 import bpy
 
+from ._common import checks_limit_data
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
@@ -47,7 +49,7 @@ classes = (
 
 def register():
     for cls in classes:
-        bpy.utils.register_class(cls)
+        bpy.utils.register_class(checks_limit_data(cls))
 
 
 def unregister():

@@ -5,6 +5,7 @@ import contextlib
 
 from bpy.props import BoolProperty, IntProperty
 
+from ..rig import datastore
 from ..rig.actions import action_frames
 
 
@@ -100,6 +101,39 @@ def progress(context, total):
 
 def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def checks_limit_data(cls):
+    """``cls`` (an operator class) with an ``execute`` that re-links its armature's detached
+    data store first and, after running, warns in the status bar when limit data is missing
+    (:func:`..rig.datastore.health`): one check for every operator, applied where they are
+    registered. Returns ``cls``."""
+    execute = getattr(cls, "execute", None)
+    if execute is None or getattr(execute, "checks_limit_data", False):  # modal only, or done
+        return cls
+
+    def checked(self, context):
+        obj = context.object
+        armature = obj.data if obj is not None and obj.type == "ARMATURE" else None
+        if armature is not None and datastore.relink(armature) is not None:
+            self.report({"WARNING"}, f"Re-linked the limit data of {armature.name}: its text block had been detached")
+        result = execute(self, context)
+        if armature is not None and not (health := datastore.health(armature)).ok:
+            self.report({"WARNING"}, health.message)
+        return result
+
+    checked.checks_limit_data = True
+    checked.__doc__ = execute.__doc__
+    cls.execute = checked
+    return cls
+
+
+def report_done(operator, text, skipped, level="INFO"):
+    """Report what ``operator`` did in one status-bar line that also names the bones it
+    ``skipped`` (a :class:`~..rig.bone_errors.SkippedBones`), as a warning when there are any."""
+    if skipped:
+        level, text = "WARNING", f"{text}; {skipped.summary()}"
+    operator.report({level}, text)
 
 
 class ActionFramesMixin:

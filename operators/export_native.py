@@ -2,8 +2,9 @@
 import bpy
 
 from ..limits.joint import JointLimit
+from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.storage import read_cloud
-from ._common import armature_in_pose_mode, plural, selected_bones
+from ._common import armature_in_pose_mode, plural, report_done, selected_bones
 
 CONSTRAINT_NAME = "Joint Limit (native)"
 
@@ -49,7 +50,13 @@ class JOINTLIMITS_OT_export_native(bpy.types.Operator):
         if not bones:
             self.report({"ERROR"}, "No selected bone has samples")
             return {"CANCELLED"}
+        skipped = SkippedBones()
         for pb in bones:
-            export_native(pb)
-        self.report({"INFO"}, f"Added Limit Rotation to {plural(len(bones), 'bone')}")
+            with guarded(skipped, pb.name):
+                export_native(pb)
+        added = len(bones) - len(skipped)
+        if not added:
+            self.report({"ERROR"}, f"No Limit Rotation added ({skipped.summary()})")
+            return {"CANCELLED"}
+        report_done(self, f"Added Limit Rotation to {plural(added, 'bone')}", skipped)
         return {"FINISHED"}

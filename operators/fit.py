@@ -3,8 +3,9 @@ import bpy
 from bpy.props import EnumProperty
 
 from ..props import MODEL_ITEMS
+from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.fitting import fit_pose_bone
-from ._common import armature_in_pose_mode, plural, selected_bones
+from ._common import armature_in_pose_mode, plural, report_done, selected_bones
 
 
 class JOINTLIMITS_OT_fit(bpy.types.Operator):
@@ -26,9 +27,9 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
         if not bones:
             self.report({"ERROR"}, "No selected bone has samples; run Sample Rotations first")
             return {"CANCELLED"}
-        failed, split = [], []
+        skipped, split = SkippedBones(), []
         for pb in bones:
-            try:
+            with guarded(skipped, pb.name):
                 if self.model != "BONE":
                     pb.joint_limit.model = self.model
                 limit = fit_pose_bone(obj, pb)
@@ -36,14 +37,13 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
                 regions = limit.model.region_count()
                 if regions is not None and regions > 1:
                     split.append(f"{pb.name}: {regions} disconnected regions (gaps in the samples?)")
-            except ValueError as err:
-                pb.joint_limit.last_error = str(err)
-                failed.append(f"{pb.name}: {err}")
-        for f in (failed + split)[:5]:
+        for name, why in skipped.items():
+            obj.pose.bones[name].joint_limit.last_error = why
+        for f in split[:5]:
             self.report({"WARNING"}, f)
-        fitted = len(bones) - len(failed)
+        fitted = len(bones) - len(skipped)
         if not fitted:
-            self.report({"ERROR"}, f"No limit fitted ({failed[0]})")
+            self.report({"ERROR"}, f"No limit fitted ({skipped.summary()})")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Fitted {plural(fitted, 'bone')}" + (f", {len(failed)} failed" if failed else ""))
+        report_done(self, f"Fitted {plural(fitted, 'bone')}", skipped)
         return {"FINISHED"}

@@ -4,7 +4,8 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..limits.serialize import load_limit, save_limit
-from ..rig.storage import read_limit, write_limit
+from ..rig.bone_errors import describe, naming
+from ..rig.storage import read_limit, store_limit
 from ._common import active_bone_in_pose_mode
 
 
@@ -23,7 +24,8 @@ class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         pb = context.active_pose_bone
         try:
-            limit = read_limit(pb)
+            with naming(pb.name):
+                limit = read_limit(pb)
             if limit is None:
                 raise ValueError(f"{pb.name} has no fitted limit")
             save_limit(self.filepath, limit)
@@ -50,15 +52,9 @@ class JOINTLIMITS_OT_load_file(bpy.types.Operator, ImportHelper):
         pb = context.active_pose_bone
         try:
             limit = load_limit(self.filepath)
-        except (ValueError, OSError) as err:
-            self.report({"ERROR"}, f"Could not load {self.filepath}: {err}")
+        except (ValueError, OSError, RecursionError, MemoryError) as err:  # a foreign file, not a bug here
+            self.report({"ERROR"}, f"Could not load {self.filepath}: {describe(err)}")
             return {"CANCELLED"}
-        settings = pb.joint_limit
-        if settings.model != limit.model.kind:  # may refit from samples: set before writing
-            settings.model = limit.model.kind
-        mode = limit.model.config.get("mode")
-        if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
-            settings.mode = mode
-        write_limit(pb, limit)
+        store_limit(pb, limit)
         self.report({"INFO"}, f"Loaded a {limit.model.kind} limit onto {pb.name}")
         return {"FINISHED"}

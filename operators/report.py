@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import bpy
 
+from ..rig.bone_errors import SkippedBones
 from ..rig.report import report_text, violation_report
-from ._common import ActionFramesMixin, progress
+from ._common import ActionFramesMixin, progress, report_done
 
 TEXT_NAME = "Joint Limits Report"
 
@@ -17,19 +18,21 @@ class JOINTLIMITS_OT_report(ActionFramesMixin, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
+        skipped = SkippedBones()
         try:
             frames = self.frames(action)
             with progress(context, len(frames)) as update:
-                rows = violation_report(obj, context.scene, action, frames, progress=update)
+                rows = violation_report(obj, context.scene, action, frames, progress=update, skipped=skipped)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         text = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
-        text.from_string(report_text(obj, action, rows))
+        text.from_string(report_text(obj, action, rows, skipped))
         bad = [r for r in rows if r["frames_out"]]
         if bad:
             worst = max(bad, key=lambda r: r["worst_deg"])
-            self.report({"WARNING"}, f"{len(bad)} of {len(rows)} bones leave their limits; worst {worst['bone']} {worst['worst_deg']:.1f}° at frame {worst['worst_frame']} (see text '{TEXT_NAME}')")
+            summary = f"{len(bad)} of {len(rows)} bones leave their limits; worst {worst['bone']} {worst['worst_deg']:.1f}° at frame {worst['worst_frame']} (see text '{TEXT_NAME}')"
+            report_done(self, summary, skipped, level="WARNING")
         else:
-            self.report({"INFO"}, f"All {len(rows)} limited bones stay inside over {len(frames)} frames")
+            report_done(self, f"All {len(rows)} limited bones stay inside over {len(frames)} frames", skipped)
         return {"FINISHED"}

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import bpy
 
-from .limit_ui import draw_limit_settings
+from .limit_ui import draw_limit_settings, draw_store_warning
 
 
 class JOINTLIMITS_PT_bone_constraint(bpy.types.Panel):
@@ -23,6 +23,7 @@ class JOINTLIMITS_PT_bone_constraint(bpy.types.Panel):
     def draw(self, context):
         pb = context.pose_bone
         layout = self.layout
+        draw_store_warning(layout, pb.bone.id_data)
         if not pb.joint_limit.has_limit and not pb.joint_limit.cloud_count:
             layout.label(text="No samples: use Joint Limits > Sample in the 3-D view sidebar", icon="INFO")
         draw_limit_settings(layout, pb)

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Drawing one bone's limit settings; shared by the sidebar and the Bone Constraints tab."""
+"""Drawing one bone's limit settings and the rig's data warning; shared by the sidebar and the
+Bone Constraints tab."""
 
 from ..limits.model import model_class
+from ..rig.datastore import health
 from ..rig.status import bone_status, model_details
 
 
@@ -28,10 +30,31 @@ def draw_limit_settings(layout, pose_bone):
     sub.active = settings.use_softening
     sub.prop(settings, "soft_radius", text="")
     sub.prop(settings, "soft_falloff", text="")
-    col.label(text=f"Samples: {settings.cloud_count}", icon="OUTLINER_DATA_POINTCLOUD")
+    text, icon = samples_line(settings)
+    col.label(text=text, icon=icon)
     text, inside = bone_status(pose_bone)
     col.label(text=text, icon="CHECKMARK" if inside else ("ERROR" if inside is False else "INFO"))
     for line in model_details(pose_bone):
         col.label(text=line)
     if settings.last_error:
         col.label(text=settings.last_error, icon="ERROR")
+
+
+def samples_line(settings):
+    """``(text, icon)`` of the bone's sample count, which says when the samples are missing."""
+    if settings.cloud_count and not settings.has_cloud:
+        return f"Samples: {settings.cloud_count}, missing from the rig's data", "ERROR"
+    return f"Samples: {settings.cloud_count}", "OUTLINER_DATA_POINTCLOUD"
+
+
+def draw_store_warning(layout, armature):
+    """A red box saying what limit data ``armature`` lost, why and what to do (nothing when all
+    is there)."""
+    lines = health(armature).lines()
+    if not lines:
+        return
+    box = layout.box()
+    box.alert = True
+    col = box.column(align=True)
+    for i, line in enumerate(lines):
+        col.label(text=line, icon="ERROR" if i == 0 else "BLANK1")

@@ -2,7 +2,7 @@
 import bpy
 
 from .. import enforcement
-from .limit_ui import draw_limit_settings
+from .limit_ui import draw_limit_settings, draw_store_warning
 
 
 class _SidebarPanel:
@@ -25,6 +25,7 @@ class JOINTLIMITS_PT_limit(_SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
+        draw_store_warning(layout, context.object.data)
         row = layout.row(align=True)
         row.operator("pose.joint_limits_sample", icon="ACTION")
         row.operator("pose.joint_limits_fit", icon="MOD_MESHDEFORM")

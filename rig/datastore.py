@@ -17,9 +17,19 @@ unused: their entries are then in a store no rig uses. Lookups fall back to such
 stores, and before a save (which drops unused armatures) the entries are adopted into the
 armature's own store and the orphaned stores let go, so they are dropped too. A cleared entry
 leaves a marker, so an orphan never brings back what was cleared.
+
+The store is the only copy of the user's fitted work, and Blender lets it go: the Outliner's
+Blender File view or ``bpy.data.texts.remove`` deletes it, a script can point the armature at
+another text. No flag prevents an explicit delete, and a fake user would keep it after its
+armature is deleted, so instead the loss is noticed: each bone's settings say what it has
+(``cloud_count``, ``limit_token``), :func:`health` lists the bones whose store does not hold
+that, and panels, operators and the CLI say so. A store that was only detached (the pointer
+cleared or changed; it stays in memory, unused, until the file is saved) is re-linked by
+:func:`relink`, which operators, the CLI and every save and load run first.
 """
 
 import uuid
+from typing import NamedTuple
 
 import bpy
 from bpy.app.handlers import persistent
@@ -178,6 +188,95 @@ def adopt_all():
             armature.joint_limits_data = None
 
 
+def short_list(names, most=3):
+    """``"a, b, c +2 more"``: the first ``most`` distinct names (a status bar line is short)."""
+    names = list(dict.fromkeys(names))
+    more = f" +{len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+class StoreHealth(NamedTuple):
+    """What an armature's store lacks (:func:`health`)."""
+
+    armature: str
+    store: str  # the text block the armature points at ("" for none)
+    limits: tuple  # bones whose settings say they have a fitted limit no store holds
+    clouds: tuple  # bones whose settings say they have samples no store holds
+    found: str  # a detached text block with the bones' entries, which :func:`relink` re-links ("" for none)
+
+    @property
+    def ok(self):
+        return not (self.limits or self.clouds)
+
+    def lines(self):
+        """What is missing, why and what to do, in short lines for a panel (none when all is there)."""
+        if self.ok:
+            return []
+        bones = sorted({*self.limits, *self.clouds})
+        return [
+            f"Limit data of {self.armature} is missing",
+            f"Limits lost: {len(self.limits)}, samples lost: {len(self.clouds)} ({short_list(bones)})",
+            f"Text block {self.store!r} does not hold them" if self.store else "Its text block was deleted",
+            f"Found in {self.found!r}: save, or run a Joint Limits tool, to re-link it"
+            if self.found
+            else "Undo (Ctrl+Z), File > Revert, or load limit files; else sample and fit again",
+        ]
+
+    @property
+    def message(self):
+        """:meth:`lines` as one line (status bar, CLI)."""
+        return "; ".join(self.lines())
+
+
+def health(armature):
+    """:class:`StoreHealth` of ``armature``: the bones whose settings say they have a limit
+    (``limit_token``) or samples (``cloud_count``) that no store holds."""
+    limits, clouds = [], []
+    for bone in armature.bones:
+        settings = bone.joint_limit
+        if settings.limit_token and not has(settings, "limit"):
+            limits.append(bone.name)
+        if settings.cloud_count and not has(settings, "cloud"):
+            clouds.append(bone.name)
+    own = armature.joint_limits_data
+    found = _detached_store(armature) if limits or clouds else None
+    return StoreHealth(armature.name, own.name if own else "", tuple(limits), tuple(clouds), found.name if found else "")
+
+
+def _held_keys(text, keys):
+    """How many of ``keys`` have an entry (or a cleared marker) in ``text``."""
+    names = {name.rstrip("!").split("/")[0] for name in text.keys() if "/" in name}
+    return len(names & keys)
+
+
+def _detached_store(armature):
+    """The text block, used by no armature, that holds most of the bones' entries, when the
+    armature's own store holds none of them (it was deleted or the pointer changed); else None.
+    Any name: a store may have been renamed."""
+    keys = {b.joint_limit.data_key for b in armature.bones if b.joint_limit.data_key}
+    own = armature.joint_limits_data
+    if not keys or (own is not None and _held_keys(own, keys)):
+        return None
+    held = {t: _held_keys(t, keys) for t in bpy.data.texts if t != own and t.library is None and _orphaned(t)}
+    best = max(held, key=held.get, default=None)
+    return best if best is not None and held[best] else None
+
+
+def relink(armature):
+    """Point ``armature`` back at its detached store (see :func:`_detached_store`), named after
+    it again. Returns the re-linked text block, or None when there was nothing to re-link."""
+    text = _detached_store(armature) if armature.library is None else None
+    if text is not None:
+        armature.joint_limits_data = text
+        _name_after(text, armature)
+    return text
+
+
+def relink_all():
+    """:func:`relink` every armature in use; returns the names of those re-linked."""
+    return [a.name for a in bpy.data.armatures if a.users > 0 and relink(a) is not None]
+
+
 def _registered(struct, create=False):
     """The custom properties Blender keeps for add-ons on ``struct`` (5.0 keeps them apart from
     the user's; before, they were one group). None when there are none."""
@@ -216,12 +315,18 @@ def adopt_pose_bone_settings():
     return moved
 
 
+def _report_relinked(names):
+    for name in names:
+        print(f"Joint Limits: re-linked the limit data of {name} (its text block had been detached)")
+
+
 @persistent
 def on_load_post(*_args):
     try:
         moved = adopt_pose_bone_settings()
         if moved:
             print(f"Joint Limits: moved the settings of {moved} bones from their pose bones to the bones")
+        _report_relinked(relink_all())
     except Exception as err:  # noqa: BLE001 - never raise into Blender
         print(f"Joint Limits: could not read the settings of an older file ({err})")
 
@@ -229,6 +334,7 @@ def on_load_post(*_args):
 @persistent
 def on_save_pre(*_args):
     try:
+        _report_relinked(relink_all())  # else the detached store, unused, is not saved
         adopt_all()
     except Exception as err:  # noqa: BLE001 - never raise into Blender
         print(f"Joint Limits: could not keep the data of joined bones ({err})")

@@ -44,7 +44,7 @@ from .exported import (
     is_exported,
 )
 from .fitting import reference_frame_rotation
-from .storage import read_cloud, read_limit, write_limit
+from .storage import read_cloud, read_limit, store_limit
 
 KIND = QuaternionSurfaceLimit.kind
 
@@ -207,7 +207,8 @@ def rebuild_from_metaball(mb_obj):
     Raises
     ------
     ValueError
-        No elements, non-positive radii, or an empty region; the bone's limit is then unchanged.
+        No elements, non-positive radii, an empty region, or a limit that would not read back
+        (a degenerate pole); the bone's limit and settings are then unchanged.
     """
     arm, pose_bone = metaball_bone(mb_obj)
     centres, e, k, signs = read_elements(mb_obj)
@@ -221,12 +222,11 @@ def rebuild_from_metaball(mb_obj):
     changed = True
     if current is not None and current.reference.ndim == 1 and quaternion_angle(current.reference, reference) < 1e-6:
         reference, centre, changed = current.reference, current.centre, False
-    limit = JointLimit(model, reference, centre)
-    settings = pose_bone.joint_limit
-    if settings.model != KIND:
-        settings.model = KIND  # (refits from the samples; overwritten just below)
-    write_limit(pose_bone, limit)
-    settings.last_error = ""
+    try:
+        store_limit(pose_bone, JointLimit(model, reference, centre))  # validated before anything is written
+    except ValueError as err:
+        raise ValueError(f"{mb_obj.name}: {err}") from None
+    pose_bone.joint_limit.last_error = ""
     negative = int(np.count_nonzero(signs < 0))
     info = {
         "positive": len(signs) - negative,

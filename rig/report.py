@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .bake import limited_bones
+from .bone_errors import NOT_FINITE, guarded
 from .evaluate import evaluated_local_transforms
 from .sampling import temporarily_assigned
 
@@ -13,40 +14,53 @@ from .sampling import temporarily_assigned
 INSIDE_TOLERANCE = 1e-4
 
 
-def violation_report(obj, scene, action, frames, bone_names=None, progress=None):
+def violation_report(obj, scene, action, frames, bone_names=None, progress=None, skipped=None):
     """Rows ``{bone, frames_out, frames, worst_deg, worst_frame, model}`` for every limited bone,
-    evaluated with constraints and IK (live enforcement paused)."""
-    limits = limited_bones(obj, bone_names)
+    evaluated with constraints and IK (live enforcement paused). A bone whose limit cannot be
+    read or gives NaN has no row and is added to ``skipped`` (a
+    :class:`.bone_errors.SkippedBones`; without one, a ``ValueError`` naming it is raised)."""
+    limits = limited_bones(obj, bone_names, skipped)
     if not limits:
-        raise ValueError(f"{obj.name} has no fitted, enabled limits")
+        unreadable = f" that can be read ({skipped.summary()})" if skipped else ""
+        raise ValueError(f"{obj.name} has no fitted, enabled limits{unreadable}")
     with temporarily_assigned(obj, action):
         _, rot, _ = evaluated_local_transforms(obj, scene, frames, progress)
     rows = []
     for name, limit in limits.items():
-        q = rot[:, obj.pose.bones.find(name)]
-        v = limit.violation(q)
-        worst = int(np.argmax(v))
-        row = {
-            "bone": name,
-            "model": limit.model.kind,
-            "frames": len(frames),
-            "frames_out": int(np.sum(v > INSIDE_TOLERANCE)),
-            "worst_deg": math.degrees(float(v[worst])),
-            "worst_frame": int(frames[worst]),
-        }
-        if hasattr(limit.model, "stress"):  # models with a stress map (sinus texture)
-            stress = limit.model.stress(limit.to_relative(q))
-            peak = int(np.argmax(stress))
-            row["stress"], row["stress_frame"] = float(stress[peak]), int(frames[peak])
-        rows.append(row)
+        with guarded(skipped, name):
+            rows.append(_bone_row(name, limit, rot[:, obj.pose.bones.find(name)], frames))
     return rows
 
 
-def report_text(obj, action, rows):
+def _bone_row(name, limit, q, frames):
+    """The report row of bone ``name`` whose rotations over ``frames`` are ``q (F, 4)``."""
+    v = limit.violation(q)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(NOT_FINITE)
+    worst = int(np.argmax(v))
+    row = {
+        "bone": name,
+        "model": limit.model.kind,
+        "frames": len(frames),
+        "frames_out": int(np.sum(v > INSIDE_TOLERANCE)),
+        "worst_deg": math.degrees(float(v[worst])),
+        "worst_frame": int(frames[worst]),
+    }
+    if hasattr(limit.model, "stress"):  # models with a stress map (sinus texture)
+        stress = limit.model.stress(limit.to_relative(q))
+        peak = int(np.argmax(stress))
+        row["stress"], row["stress_frame"] = float(stress[peak]), int(frames[peak])
+    return row
+
+
+def report_text(obj, action, rows, skipped=None):
+    """The report as text: a line per row (worst first), the bones ``skipped``, a summary."""
     lines = [f"Joint Limits report: {obj.name}, action {action.name!r}", f"{'bone':<20} {'model':<13} {'out':>9} {'worst':>9}  frame"]
     for r in sorted(rows, key=lambda r: -r["worst_deg"]):
         stress = f"   stress {r['stress']:.2f} at frame {r['stress_frame']}" if "stress" in r else ""
         lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {r['worst_frame']}{stress}")
+    for name, why in (skipped or {}).items():
+        lines.append(f"{name:<20} skipped: {why}")
     out = sum(r["frames_out"] > 0 for r in rows)
     lines.append(f"{out} of {len(rows)} limited bones leave their limits")
     return "\n".join(lines)

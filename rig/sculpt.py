@@ -32,7 +32,7 @@ from .exported import (
     is_exported,
 )
 from .fitting import reference_frame_rotation
-from .storage import read_cloud, read_limit, write_limit
+from .storage import read_cloud, read_limit, store_limit
 
 #: Custom property on an exported mesh object (the others: :mod:`.exported`).
 PROP_RESOLUTION = "joint_limits_resolution"
@@ -205,8 +205,8 @@ def rebuild_from_sculpt_mesh(mesh_obj, depsgraph, resolution=None):
     Raises
     ------
     ValueError
-        Open or non-manifold meshes ("mesh is open: 12 boundary edges"), flat or empty ones;
-        the bone's limit is then left unchanged.
+        Open or non-manifold meshes ("mesh is open: 12 boundary edges"), flat or empty ones, a
+        limit that would not read back; the bone's limit and settings are then left unchanged.
     """
     arm, pose_bone = sculpt_bone(mesh_obj)
     source = sculpt_source(mesh_obj)
@@ -227,12 +227,11 @@ def rebuild_from_sculpt_mesh(mesh_obj, depsgraph, resolution=None):
     changed = True
     if current is not None and current.reference.ndim == 1 and quaternion_angle(current.reference, reference) < 1e-6:
         reference, centre, changed = current.reference, current.centre, False
-    limit = JointLimit(model, reference, centre)
-    settings = pose_bone.joint_limit
-    if settings.model != "sdf_grid":
-        settings.model = "sdf_grid"  # (refits from the samples; overwritten just below)
-    write_limit(pose_bone, limit)
-    settings.last_error = ""
+    try:
+        store_limit(pose_bone, JointLimit(model, reference, centre))  # validated before anything is written
+    except ValueError as err:
+        raise ValueError(f"{mesh_obj.name}: {err}") from None
+    pose_bone.joint_limit.last_error = ""
     info = {
         "faces": len(triangles),
         "resolution": n,

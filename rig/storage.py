@@ -57,10 +57,14 @@ def write_cloud(pose_bone, q, append=False):
 
 
 def read_limit(pose_bone):
-    """The bone's fitted :class:`JointLimit` with its softening settings, or ``None``."""
+    """The bone's fitted :class:`JointLimit` with its softening settings, or ``None`` when it
+    has none. A stored entry that is empty or not text (the store is never written so) is a
+    ``ValueError``, like corrupt JSON."""
     settings = pose_bone.joint_limit
     text = datastore.get(settings, "limit")  # straight from the store: through RNA it is copied twice more
     if not text:
+        if datastore.has(settings, "limit"):
+            raise ValueError(f"{pose_bone.name}: its stored limit is empty or not text")
         return None
     limit = limit_from_json(text)
     if settings.use_softening:
@@ -71,10 +75,35 @@ def read_limit(pose_bone):
     return limit
 
 
+def limit_text(limit):
+    """``limit`` as the JSON the store keeps, read back first: a limit that would not read back
+    (NaN, a zero quaternion...) is a ``ValueError`` before anything is written."""
+    if not isinstance(limit, JointLimit):
+        raise TypeError(f"expected a JointLimit, got {type(limit).__name__}")
+    text = limit_to_json(limit)
+    limit_from_json(text)
+    return text
+
+
 def write_limit(pose_bone, limit):
+    """Store ``limit`` (``None`` clears it); ``ValueError`` and nothing written when it would
+    not read back (:func:`limit_text`)."""
     if limit is None:
         pose_bone.joint_limit.limit_data = ""
         return
-    if not isinstance(limit, JointLimit):
-        raise TypeError(f"expected a JointLimit, got {type(limit).__name__}")
-    pose_bone.joint_limit.limit_data = limit_to_json(limit)
+    pose_bone.joint_limit.limit_data = limit_text(limit)
+
+
+def store_limit(pose_bone, limit):
+    """Make ``limit`` the bone's limit and its model (and space) settings match it (a limit
+    loaded or rebuilt rather than fitted). Validated first: when it would not read back,
+    ``ValueError`` and neither the limit nor the settings change. The settings are set before
+    the limit is written because changing them refits from the samples."""
+    text = limit_text(limit)
+    settings = pose_bone.joint_limit
+    if settings.model != limit.model.kind:
+        settings.model = limit.model.kind
+    mode = limit.model.config.get("mode")
+    if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
+        settings.mode = mode
+    settings.limit_data = text

@@ -15,7 +15,7 @@ import numpy as np
 from ..limits.joint import JointLimit
 from ..limits.kelly_texture import from_kelly_rgba8, to_kelly_rgba8
 from ..limits.sinus_texture import SinusTextureLimit
-from .storage import read_limit, write_limit
+from .storage import read_limit, store_limit, write_limit
 
 KIND = "sinus_texture"
 
@@ -137,10 +137,8 @@ def import_texture(obj, pose_bone, path):
         bpy.data.images.remove(image)
     old = read_limit(pose_bone)
     reference, centre = (old.reference, old.centre) if old is not None else (np.array([1.0, 0, 0, 0]),) * 2
-    if pose_bone.joint_limit.model != KIND:  # may refit from samples: set before writing
-        pose_bone.joint_limit.model = KIND
     limit = JointLimit(model, reference, centre)
-    write_limit(pose_bone, limit)
+    store_limit(pose_bone, limit)
     return limit
 
 

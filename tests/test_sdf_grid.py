@@ -18,7 +18,8 @@ from limits.quaternion import (
     quaternion_random,
     zyz_from_quaternion,
 )
-from limits.sdf_grid import SdfGridLimit, _build, _layout, _node_positions
+from limits.sdf_build import _build, _layout, _node_positions
+from limits.sdf_grid import SdfGridLimit
 from limits.serialize import limit_from_json, limit_to_json, load_limit_npz, save_limit_npz
 
 
@@ -475,3 +476,57 @@ def test_signed_distance_agrees_with_contains_and_grows_outside():
     far = limit.to_relative(quaternion_from_exp_map(np.array([[2.5, 0, 0], [3.0, 0, 0]])))
     d = limit.model.signed_distance(far)
     assert d[1] > d[0] > 1.0
+
+
+# -- memory: bounded by the input and the grid, not by the densified track (issue 11 item 7) ----------
+_FIT_MEMORY = """
+import resource, sys, time
+import numpy as np
+from limits.quaternion import quaternion_random
+from limits.sdf_grid import SdfGridLimit
+q = quaternion_random(int(sys.argv[1]), rng=np.random.default_rng(0))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+model = SdfGridLimit.fit(q)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before // 1024, peak // 1024, seconds, model.fit_report["densified"], model.region_count())
+"""
+
+
+@pytest.mark.parametrize("count", [300_000, 1_000_000])
+def test_fit_of_a_huge_scattered_cloud_stays_within_bounded_memory(count):
+    # Rotations in random order: densified as a track, 300k of them were 54 million samples
+    # (a MemoryError after 3.5 GB under a 4 GB limit) and 1M were killed at 24 GB. The fit now
+    # keeps a few pieces of the track and the samples the 32^3 grid can use: about 0.2 GB.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-c", _FIT_MEMORY, str(count)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    before, peak, seconds, densified, regions = run.stdout.split()
+    assert int(peak) - int(before) < 400, f"peak {peak} MB (from {before} MB) fitting {count} rotations"
+    assert int(densified) <= 2 * 2**21 and int(regions) >= 1
+    assert float(seconds) < 120
+
+
+def test_a_track_built_piece_by_piece_gives_the_same_field(monkeypatch):
+    # The track is made, laid out and reduced in pieces: with tiny pieces (and the ZYZ arcs
+    # reduced to bin extremes) the field is bit for bit the one built from the whole track.
+    import limits.sdf_build as build
+
+    rng = np.random.default_rng(3)
+    t = np.linspace(0.0, 1.0, 3000)[:, None]
+    v = 0.5 * np.sin(2 * np.pi * (t * rng.uniform(1, 4, 3) + rng.random(3)))
+    cloud = quaternion_from_exp_map(v)
+    cases = [dict(), dict(space="ZYZ", resolution=20), dict(segments=[0, 1000, 2000], bridge=False), dict(densify=False)]
+    whole = [SdfGridLimit.fit(cloud, **kw) for kw in cases]
+    monkeypatch.setattr(build, "PIECE_SAMPLES", 257)
+    monkeypatch.setattr(build, "ARC_KEEP", 300)
+    for kw, expected in zip(cases, whole):
+        pieces = SdfGridLimit.fit(cloud, **kw)
+        for name, value in expected.params.items():
+            np.testing.assert_array_equal(pieces.params[name], value, err_msg=f"{kw} {name}")
+        assert pieces.fit_report == expected.fit_report

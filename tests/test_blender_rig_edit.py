@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Live enforcement follows edits of the rig's bones (Edit Mode): each bone keeps its own limit."""
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from rigs import chain_rig, cone_motion, evaluated_local_rotation
+
+OUTSIDE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
+LIMITED = ("a", "b", "c")
+
+
+def _rig_with_different_limits(addon):
+    """A chain root-a-b-c; a, b and c have k-DOP limits of different sizes (so a neighbour's
+    limit gives a different result), returned as ``{name: limit}``."""
+    obj = chain_rig(("root",) + LIMITED)
+    limits = {}
+    for i, name in enumerate(LIMITED):
+        cloud = cone_motion(addon.limits.quaternion, 200, half_angle=0.2 + 0.25 * i, seed=i)
+        limits[name] = addon.limits.joint.JointLimit.fit(cloud, kind="kdop")
+        addon.rig.storage.write_limit(obj.pose.bones[name], limits[name])
+    return obj, limits
+
+
+def _edit(obj, change):
+    bpy.ops.object.mode_set(mode="EDIT")
+    change(obj.data.edit_bones)
+    bpy.ops.object.mode_set(mode="POSE")
+
+
+def _assert_each_bone_meets_its_own_limit(addon, obj, limits, frame):
+    for name in limits:
+        obj.pose.bones[name].rotation_quaternion = OUTSIDE
+    bpy.context.scene.frame_set(frame)
+    for name, limit in limits.items():
+        after = evaluated_local_rotation(obj, name)
+        assert addon.limits.quaternion.quaternion_angle(after, limit.project(OUTSIDE)) == pytest.approx(0.0, abs=1e-3), name
+
+
+def test_reparenting_that_reorders_the_bones_keeps_each_bone_on_its_own_limit(clean_file, addon):
+    obj, limits = _rig_with_different_limits(addon)
+    bpy.context.scene.joint_limits.enforce_live = True
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 1)
+
+    def reparent(bones):
+        bones["c"].parent = bones["root"]
+        bones["a"].parent = bones["c"]
+
+    _edit(obj, reparent)
+    assert obj.pose.bones.keys() == ["root", "c", "a", "b"], "the edit must reorder the pose bones"
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 2)
+
+
+def test_deleting_a_bone_and_adding_another_keeps_each_bone_on_its_own_limit(clean_file, addon):
+    obj, limits = _rig_with_different_limits(addon)
+    bpy.context.scene.joint_limits.enforce_live = True
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 1)
+
+    def replace_a(bones):
+        bones.remove(bones["a"])
+        new = bones.new("z")
+        new.head, new.tail = (1.0, 0.0, 0.0), (1.0, 0.0, 1.0)
+        new.parent = bones["root"]
+
+    _edit(obj, replace_a)
+    assert len(obj.pose.bones) == 4, "same bone count: only the structure changed"
+    del limits["a"]
+    obj.pose.bones["z"].rotation_quaternion = OUTSIDE
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 2)
+    np.testing.assert_allclose(evaluated_local_rotation(obj, "z"), OUTSIDE, atol=1e-5, err_msg="the new bone has no limit")
