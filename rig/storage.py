@@ -4,10 +4,17 @@
 A cloud is the bone's sampled *local* rotations ``(N, 4)``, kept as base64 float32 text in
 ``joint_limit.cloud_data``; a fitted limit is JSON (:mod:`..limits.serialize`) in
 ``joint_limit.limit_data``. Both are validated when read: corrupt text gives ``ValueError``.
+
+Limits read or written in this session are remembered, parsed, outside the .blend and its undo
+steps (:data:`_parsed`): turning live enforcement on parses only the limits this session has
+not met, and the derived tables a model builds as it is used (a sinus texture's
+nearest-boundary entries) live on with it.
 """
 
 import base64
 import binascii
+import collections
+import copy
 
 import numpy as np
 
@@ -56,6 +63,32 @@ def write_cloud(pose_bone, q, append=False):
     return len(q)
 
 
+#: Parsed limits by ``(token, length, hash)`` of their stored text (the token changes with every
+#: write, and undo restores text and token together; the text's own length and hash catch an
+#: entry changed behind the token's back), least recently used first.
+_parsed = collections.OrderedDict()
+#: At most this many bytes of model parameters are remembered (200 sinus textures: 100 MB).
+PARSED_CACHE_BYTES = 512 << 20
+
+
+def _parsed_key(settings, text):
+    return (settings.limit_token, len(text), hash(text))
+
+
+def _remember(key, limit):
+    _parsed[key] = limit
+    _parsed.move_to_end(key)
+    total = sum(sum(a.nbytes for a in lim.model.params.values()) for lim in _parsed.values())
+    while total > PARSED_CACHE_BYTES and len(_parsed) > 1:
+        _, dropped = _parsed.popitem(last=False)
+        total -= sum(a.nbytes for a in dropped.model.params.values())
+
+
+def forget_parsed():
+    """Drop the remembered limits (for tests and benchmarks: a session that just opened a file)."""
+    _parsed.clear()
+
+
 def read_limit(pose_bone):
     """The bone's fitted :class:`JointLimit` with its softening settings, or ``None`` when it
     has none. A stored entry that is empty or not text (the store is never written so) is a
@@ -66,7 +99,12 @@ def read_limit(pose_bone):
         if datastore.has(settings, "limit"):
             raise ValueError(f"{pose_bone.name}: its stored limit is empty or not text")
         return None
-    limit = limit_from_json(text)
+    key = _parsed_key(settings, text)
+    limit = _parsed.get(key)
+    if limit is None:
+        limit = limit_from_json(text)
+        _remember(key, limit)
+    limit = copy.copy(limit)  # its own softening settings; the model (never changed in place) is shared
     if settings.use_softening:
         limit.soft_radius = np.asarray(settings.soft_radius, dtype=float)
         limit.soft_falloff = np.asarray(settings.soft_falloff, dtype=float)
@@ -75,23 +113,27 @@ def read_limit(pose_bone):
     return limit
 
 
-def limit_text(limit):
-    """``limit`` as the JSON the store keeps, read back first: a limit that would not read back
-    (NaN, a zero quaternion...) is a ``ValueError`` before anything is written."""
+def _checked_text(limit):
+    """``(text, read back)``: ``limit`` as the JSON the store keeps, read back first: a limit
+    that would not read back (NaN, a zero quaternion...) is a ``ValueError`` before anything
+    is written."""
     if not isinstance(limit, JointLimit):
         raise TypeError(f"expected a JointLimit, got {type(limit).__name__}")
     text = limit_to_json(limit)
-    limit_from_json(text)
-    return text
+    return text, limit_from_json(text)
 
 
 def write_limit(pose_bone, limit):
     """Store ``limit`` (``None`` clears it); ``ValueError`` and nothing written when it would
-    not read back (:func:`limit_text`)."""
+    not read back (:func:`_checked_text`). What was read back is remembered, so the next read
+    (turning enforcement on) need not parse it again."""
     if limit is None:
         pose_bone.joint_limit.limit_data = ""
         return
-    pose_bone.joint_limit.limit_data = limit_text(limit)
+    text, back = _checked_text(limit)
+    settings = pose_bone.joint_limit
+    settings.limit_data = text
+    _remember(_parsed_key(settings, text), back)
 
 
 def store_limit(pose_bone, limit):
@@ -99,7 +141,7 @@ def store_limit(pose_bone, limit):
     loaded or rebuilt rather than fitted). Validated first: when it would not read back,
     ``ValueError`` and neither the limit nor the settings change. The settings are set before
     the limit is written because changing them refits from the samples."""
-    text = limit_text(limit)
+    text, back = _checked_text(limit)
     settings = pose_bone.joint_limit
     if settings.model != limit.model.kind:
         settings.model = limit.model.kind
@@ -107,3 +149,4 @@ def store_limit(pose_bone, limit):
     if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
         settings.mode = mode
     settings.limit_data = text
+    _remember(_parsed_key(settings, text), back)

@@ -7,6 +7,7 @@ copied (not shared) when a rig or a bone is duplicated."""
 
 import bpy
 import numpy as np
+import pytest
 from rigs import fitted_rig, select_only
 
 
@@ -184,3 +185,26 @@ def test_files_with_settings_on_pose_bones_are_moved_to_the_bones(clean_file, ad
     assert "joint_limits_data" not in (_registered_properties(obj) or {})
     probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(3))
     np.testing.assert_array_equal(addon.rig.storage.read_limit(pb).contains(probe), limit.contains(probe))
+
+
+def test_limits_read_or_written_in_the_session_are_parsed_once(clean_file, addon):
+    """The store keeps text; what was written or read is remembered parsed, by the entry's token
+    and text, so turning enforcement on again parses nothing. An entry changed behind the token's
+    back is read anew, never served from memory."""
+    storage = addon.rig.storage
+    obj, pb, _ = fitted_rig(addon)  # fitting wrote the limit: remembered
+    first = storage.read_limit(pb)
+    assert storage.read_limit(pb).model is first.model  # shared, not parsed again
+    storage.read_limit(pb).soft_radius = np.asarray(0.5)  # each read is its own wrapper
+    assert not np.any(storage.read_limit(pb).soft_radius)
+    other = addon.limits.joint.JointLimit.fit(addon.limits.quaternion.quaternion_random(50, 3), kind="box")
+    store = obj.data.joint_limits_data
+    entry = pb.joint_limit.data_key + "/limit"
+    store[entry] = addon.limits.serialize.limit_to_json(other)  # not through the settings: same token
+    assert storage.read_limit(pb).model.kind == "box"
+    store[entry] = "{not json"
+    with pytest.raises(ValueError):
+        storage.read_limit(pb)
+    storage.forget_parsed()
+    store[entry] = addon.limits.serialize.limit_to_json(first)
+    assert storage.read_limit(pb).model is not first.model
