@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""NaN and infinite rotations in keys are dropped and counted, never sampled as
+"""NaN and infinite rotations in keys and BVH files are dropped and counted, never sampled as
 the rest pose (issue 11, item 3)."""
 
 import bpy
 import numpy as np
 from rigs import chain_rig, cone_motion, select_only
+from test_blender_bvh import write_bvh
 
 FRAMES = 60
 
@@ -49,3 +50,23 @@ def test_cli_fit_reports_dropped_nan_keys(clean_file, addon, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "dropped 5 NaN or zero rotations (a, b)" in out and "fitted 2 bones" in out
 
+
+def test_nan_and_inf_in_a_bvh_file_are_dropped_and_counted(clean_file, addon, tmp_path, capfd):
+    path = write_bvh(tmp_path / "take.bvh", frames=FRAMES)
+    lines = path.read_text().splitlines()
+    first = lines.index("MOTION") + 3
+    for frame, column, value in ((4, 3 + 3 * 3, "nan"), (20, 3 + 3 * 3 + 1, "inf"), (21, 3 + 3 * 3 + 2, "-inf")):
+        row = lines[first + frame].split()
+        row[column] = value  # the rotation of joint 3 in file order: LeftArm
+        lines[first + frame] = " ".join(row)
+    path.write_text("\n".join(lines) + "\n")
+    target = addon.rig.bvh.import_bvh_armature(bpy.context, write_bvh(tmp_path / "clean.bvh", frames=FRAMES))
+    bpy.context.view_layer.objects.active = target
+    bpy.ops.object.mode_set(mode="POSE")
+    select_only(target, ["LeftArm", "Spine"])
+    assert bpy.ops.pose.joint_limits_import_bvh(filepath=str(path)) == {"FINISHED"}
+    arm = addon.rig.storage.read_cloud(target.pose.bones["LeftArm"])
+    spine = addon.rig.storage.read_cloud(target.pose.bones["Spine"])
+    assert len(arm) == FRAMES - 3 and len(spine) == FRAMES, "only LeftArm's bad frames go"
+    assert np.isfinite(arm).all() and _identity_rows(addon, arm) == 0
+    assert "dropped 3 NaN or zero rotations (LeftArm)" in capfd.readouterr().out
