@@ -12,7 +12,7 @@ from .rig.bake import bake_action
 from .rig.bone_errors import SkippedBones, guarded
 from .rig.fitting import fit_pose_bone
 from .rig.report import report_text, violation_report
-from .rig.sampling import sample_rotations, store_clouds
+from .rig.sampling import dropped_message, sample_rotations, store_clouds
 
 
 def resolve_armature(name=None):
@@ -73,9 +73,11 @@ def _save(path):
 
 def fit_bones(obj, bone_names, actions, model=None, mode=None):
     """Sample ``actions`` and fit every bone that got samples; returns (fitted, failures)."""
-    clouds, notes = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene)
+    clouds, notes, dropped = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene)
     for note in notes:
         print(f"note: {note}")
+    if dropped:
+        print(dropped_message(dropped))
     store_clouds(obj, clouds)
     fitted, skipped = [], SkippedBones()
     for name in clouds:

@@ -25,7 +25,7 @@ def main():
     best = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()
-        clouds, _ = addon.rig.sampling.sample_rotations(obj, names, [action])
+        clouds, _, _ = addon.rig.sampling.sample_rotations(obj, names, [action])
         best = min(best, time.perf_counter() - t0)
     t0 = time.perf_counter()
     addon.rig.sampling.store_clouds(obj, clouds)

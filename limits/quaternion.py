@@ -39,11 +39,13 @@ def check_finite(a, name="rotations"):
 
 
 def quaternion_normalize(q):
-    """Unit quaternions ``(..., 4)``; a zero quaternion becomes the identity."""
+    """Unit quaternions ``(..., 4)``; a zero quaternion becomes the identity, a row holding NaN
+    or infinity stays non-finite (so the callers' NaN filters still see it)."""
     q = as_quaternions(q)
     n = np.linalg.norm(q, axis=-1, keepdims=True)
-    out = np.where(n > EPS, q / np.where(n > EPS, n, 1.0), 0.0)
-    out[..., 0] = np.where(n[..., 0] > EPS, out[..., 0], 1.0)
+    zero = n <= EPS  # (False for NaN)
+    out = np.where(zero, 0.0, q / np.where(zero, 1.0, n))
+    out[..., 0] = np.where(zero[..., 0], 1.0, out[..., 0])
     return out
 
 
@@ -246,13 +248,15 @@ def quaternion_from_exp_map(v):
 def quaternion_from_axis_angle(axis_angle):
     """Quaternions from Blender's ``rotation_axis_angle`` layout ``(..., 4) = (angle, x, y, z)``.
 
-    A zero-length axis gives the identity, as in Blender.
+    A zero-length axis gives the identity, as in Blender; a NaN or infinite angle or axis gives
+    a non-finite quaternion.
     """
     aa = as_quaternions(axis_angle, "axis_angle")
     axis = aa[..., 1:]
     n = np.linalg.norm(axis, axis=-1, keepdims=True)
-    unit = np.where(n > EPS, axis / np.where(n > EPS, n, 1.0), 0.0)
-    angle = np.where(n > EPS, aa[..., :1], 0.0)
+    zero = n <= EPS  # (False for NaN)
+    unit = np.where(zero, 0.0, axis / np.where(zero, 1.0, n))
+    angle = np.where(zero, 0.0, aa[..., :1])
     return quaternion_from_exp_map(unit * angle)
 
 

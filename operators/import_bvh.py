@@ -4,7 +4,7 @@ from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
 from ..rig.bvh import bvh_rotations, import_bvh_armature, remove_armature
-from ..rig.sampling import store_clouds
+from ..rig.sampling import drop_bad_rotations, dropped_message, store_clouds
 from ._common import armature_in_pose_mode, plural, selected_bones
 
 
@@ -35,7 +35,7 @@ class JOINTLIMITS_OT_import_bvh(bpy.types.Operator, ImportHelper):
             self.report({"ERROR"}, f"BVH import failed: {err}")
             return {"CANCELLED"}
         try:
-            clouds = bvh_rotations(source, target, names)
+            clouds, dropped, notes = drop_bad_rotations(bvh_rotations(source, target, names), bpy.path.basename(self.filepath))
             counts = store_clouds(target, clouds, append=self.append)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
@@ -44,7 +44,10 @@ class JOINTLIMITS_OT_import_bvh(bpy.types.Operator, ImportHelper):
             if not self.keep_armature:
                 remove_armature(source)
             self._restore(context, target)
-        self.report({"INFO"}, f"Sampled {plural(len(counts), 'bone')} from {bpy.path.basename(self.filepath)} ({len(names) - len(counts)} unmatched)")
+        for note in notes[:5]:
+            self.report({"WARNING"}, note)
+        msg = f"Sampled {plural(len(counts), 'bone')} from {bpy.path.basename(self.filepath)} ({len(names) - len(counts)} unmatched)"
+        self.report({"INFO"}, msg + (f"; {dropped_message(dropped)}" if dropped else ""))
         return {"FINISHED"}
 
     @staticmethod

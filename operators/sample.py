@@ -2,7 +2,7 @@
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from ..rig.sampling import sample_rotations, store_clouds
+from ..rig.sampling import dropped_message, sample_rotations, store_clouds
 from ._common import armature_in_pose_mode, plural, selected_bones
 
 
@@ -53,7 +53,7 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
         names = [pb.name for pb in selected_bones(context)]
         try:
             start, end = (self.frame_start, self.frame_end) if self.use_frame_range else (None, None)
-            clouds, notes = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
+            clouds, notes, dropped = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
             counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
@@ -62,5 +62,7 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
             self.report({"WARNING"}, note)
         skipped = len(names) - len(counts)
         msg = f"Sampled {plural(len(counts), 'bone')}, {sum(counts.values())} rotations"
-        self.report({"INFO"}, msg + (f"; {skipped} without keys" if skipped else ""))
+        msg += f"; {skipped} without keys" if skipped else ""
+        msg += f"; {dropped_message(dropped)}" if dropped else ""
+        self.report({"INFO"}, msg)
         return {"FINISHED"}

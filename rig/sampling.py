@@ -31,17 +31,44 @@ def temporarily_assigned(obj, action):
                     pass
 
 
+def drop_bad_rotations(rotations, source):
+    """Keep the usable rows of ``{name: (N, 4)}`` rotations read from ``source`` (named in the
+    notes): rows holding NaN or infinity (keys and mocap files can hold them; the conversions
+    keep them non-finite) or of zero length are dropped and counted.
+
+    Returns ``(kept {name: (M, 4)}, dropped {name: count}, notes)``; a bone left without rows
+    is not in ``kept``.
+    """
+    kept, dropped, notes = {}, {}, []
+    for name, rows in rotations.items():
+        good = np.all(np.isfinite(rows), axis=-1) & (np.linalg.norm(rows, axis=-1) > 1e-6)
+        if not good.all():
+            dropped[name] = int((~good).sum())
+            notes.append(f"{name}: dropped {dropped[name]} NaN or zero rotations in {source}")
+        if good.any():
+            kept[name] = rows[good]
+    return kept, dropped, notes
+
+
+def dropped_message(dropped):
+    """``"dropped N NaN or zero rotations (bone, ...)"`` for ``dropped {name: count}``."""
+    names = ", ".join(list(dropped)[:3]) + (", ..." if len(dropped) > 3 else "")
+    return f"dropped {sum(dropped.values())} NaN or zero rotations ({names})"
+
+
 def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=False, scene=None):
-    """Local rotations per bone from ``actions``: ``{name: (N, 4)}`` plus a list of notes.
+    """Local rotations per bone from ``actions``: ``({name: (N, 4)}, notes, dropped)``.
 
     ``evaluated=False`` reads keyframes (fast); ``True`` evaluates every frame with constraints
-    and IK. Bones without keys in an action contribute nothing from it; rows with NaN are dropped
-    and counted in the notes. Raises ``ValueError`` when nothing at all could be sampled.
+    and IK. Bones without keys in an action contribute nothing from it; rows with NaN or
+    infinity are dropped (:func:`drop_bad_rotations`), counted per bone in ``dropped
+    {name: count}`` and named in the notes. Raises ``ValueError`` when nothing at all could be
+    sampled.
     """
     if not actions:
         raise ValueError(f"{obj.name} has no action to sample; assign one or pick actions")
     chunks = {name: [] for name in bone_names}
-    notes = []
+    notes, dropped = [], {}
     for action in actions:
         frames = action_frames(action, start, end)
         if evaluated:
@@ -54,19 +81,17 @@ def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=F
             q, keyed = keyed_rotations(obj, action, bone_names, frames)
         if not keyed.any():
             notes.append(f"action {action.name!r} has no rotation keys for these bones")
-        for b, name in enumerate(bone_names):
-            if not keyed[b]:
-                continue
-            rows = q[:, b]
-            good = np.all(np.isfinite(rows), axis=-1) & (np.linalg.norm(rows, axis=-1) > 1e-6)
-            if not good.all():
-                notes.append(f"{name}: dropped {int((~good).sum())} NaN or zero rotations in {action.name!r}")
-            if good.any():
-                chunks[name].append(quaternion_unroll(rows[good]))
+        keyed_rows = {name: q[:, b] for b, name in enumerate(bone_names) if keyed[b]}
+        kept, bad, bad_notes = drop_bad_rotations(keyed_rows, repr(action.name))
+        notes += bad_notes
+        for name, count in bad.items():
+            dropped[name] = dropped.get(name, 0) + count
+        for name, rows in kept.items():
+            chunks[name].append(quaternion_unroll(rows))
     clouds = {name: np.concatenate(parts) for name, parts in chunks.items() if parts}
     if not clouds:
         raise ValueError("nothing to sample: " + ("; ".join(notes) or "no keyed rotations in the frame range"))
-    return clouds, notes
+    return clouds, notes, dropped
 
 
 def store_clouds(obj, clouds, append=False, densify_angle=0.0, min_spacing=0.0):

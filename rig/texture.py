@@ -7,17 +7,26 @@ mask (1 allowed, 0 forbidden), G twist minimum and B twist maximum (radians), A 
 Row 0 is the bottom row in both numpy and ``Image.pixels``.
 """
 
+import struct
 from pathlib import Path
 
 import bpy
 import numpy as np
 
+from ..limits import sphere_maps
 from ..limits.joint import JointLimit
 from ..limits.kelly_texture import from_kelly_rgba8, to_kelly_rgba8
 from ..limits.sinus_texture import SinusTextureLimit
 from .storage import read_limit, store_limit, write_limit
 
 KIND = "sinus_texture"
+
+#: A file's first bytes say what it is, whatever its name: PNG signature, OpenEXR magic number.
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXR_MAGIC = b"v/1\x01"
+
+#: OpenEXR header attributes read before the dataWindow is found (real files have about ten).
+EXR_MAX_ATTRIBUTES = 256
 
 
 def image_name(obj, pose_bone):
@@ -112,13 +121,79 @@ def export_texture(pose_bone, path):
     return path
 
 
+def _exr_data_window(fh):
+    """``(height, width)`` from the ``dataWindow`` attribute of an OpenEXR header, read after
+    the magic number; ``ValueError`` when it is missing or the header is malformed."""
+    fh.read(4)  # version and flags
+    for _ in range(EXR_MAX_ATTRIBUTES):
+        name = b""
+        while (c := fh.read(1)) not in (b"\0", b""):
+            name += c
+            if len(name) > 255:
+                raise ValueError("a malformed OpenEXR header")
+        if not name:
+            break
+        kind = b""
+        while (c := fh.read(1)) not in (b"\0", b""):
+            kind += c
+            if len(kind) > 255:
+                raise ValueError("a malformed OpenEXR header")
+        raw = fh.read(4)
+        if len(raw) < 4:
+            raise ValueError("a truncated OpenEXR header")
+        (size,) = struct.unpack("<i", raw)
+        if name == b"dataWindow" and kind == b"box2i" and size == 16:
+            x_min, y_min, x_max, y_max = struct.unpack("<4i", fh.read(16))
+            return y_max - y_min + 1, x_max - x_min + 1
+        if size < 0:
+            raise ValueError("a malformed OpenEXR header")
+        fh.seek(size, 1)
+    raise ValueError("an OpenEXR header without a dataWindow")
+
+
+def texture_file_kind(path):
+    """``("png" | "exr", (height, width))`` of a texture file, decided by its first bytes (not
+    its name) and read from its header alone (PNG IHDR, OpenEXR dataWindow), so a file of the
+    wrong size is refused before Blender decodes it. ``ValueError`` naming the file otherwise."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(8)
+            if magic == PNG_MAGIC:
+                chunk = fh.read(16)
+                if len(chunk) < 16 or chunk[4:8] != b"IHDR":
+                    raise ValueError(f"{path.name} is a damaged PNG (no IHDR header)")
+                width, height = struct.unpack(">II", chunk[8:16])
+                return "png", (height, width)
+            if magic[:4] == EXR_MAGIC:
+                fh.seek(4)
+                try:
+                    return "exr", _exr_data_window(fh)
+                except (ValueError, struct.error) as err:
+                    raise ValueError(f"{path.name} is {err}") from None
+    except OSError as err:
+        raise ValueError(f"cannot read {path.name}: {err.strerror or err}") from None
+    raise ValueError(f"{path.name} is neither a PNG nor an OpenEXR file")
+
+
 def import_texture(obj, pose_bone, path):
-    """Replace the bone's limit by a texture file (Kelly PNG or EXR of the model's channels).
-    The reference pose and centre of an existing limit are kept. ``ValueError`` for missing,
-    unreadable or wrongly sized files; the current limit is untouched then."""
+    """Replace the bone's limit by a texture file (Kelly PNG or EXR of the model's channels,
+    told apart by content: :func:`texture_file_kind`). The reference pose and centre of an
+    existing limit are kept. ``ValueError`` for missing, unreadable or wrongly sized files,
+    the size checked from the header before the image is decoded; the current limit is
+    untouched then."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no texture file {str(path)!r}")
+    kind, shape = texture_file_kind(path)
+    if kind == "png" and shape != sphere_maps.KELLY_SHAPE:
+        h, w = sphere_maps.KELLY_SHAPE
+        raise ValueError(f"{path.name} is a {shape[1]}x{shape[0]} PNG; a Kelly texture is {w}x{h}")
+    if kind == "exr":
+        try:
+            sphere_maps.texture_shape(shape)
+        except ValueError as err:
+            raise ValueError(f"{path.name} is a {shape[1]}x{shape[0]} EXR: {err}") from None
     try:
         image = bpy.data.images.load(str(path), check_existing=False)
     except RuntimeError as err:
@@ -128,7 +203,7 @@ def import_texture(obj, pose_bone, path):
         pixels = _pixels(image)
         if pixels.shape[-1] != 4:
             raise ValueError(f"{path.name} has {pixels.shape[-1]} channels, needs RGBA")
-        if path.suffix.lower() == ".png":
+        if kind == "png":
             model = from_kelly_rgba8(np.rint(pixels * 255.0).astype(np.uint8))
         else:
             layout = _layout_of(pose_bone, pixels.shape[:2])
@@ -143,8 +218,6 @@ def import_texture(obj, pose_bone, path):
 
 
 def _layout_of(pose_bone, shape):
-    from ..limits import sphere_maps
-
     old = read_limit(pose_bone)
     if old is not None and old.model.kind == KIND and tuple(shape) == (old.model.config["height"], old.model.config["width"]):
         return old.model.config["layout"]
