@@ -50,8 +50,8 @@ def test_kelly_png_named_jpg_is_read_as_kelly(textured, addon, tmp_path):
     assert bpy.ops.pose.joint_limits_texture_import(filepath=str(renamed)) == {"FINISHED"}
     loaded = addon.rig.storage.read_limit(pb)
     assert loaded.model.config["layout"] == "kelly"
-    st = addon.limits.sinus_texture
-    np.testing.assert_array_equal(st.to_kelly_rgba8(loaded.model), st.to_kelly_rgba8(limit.model))
+    kelly = addon.limits.kelly_texture
+    np.testing.assert_array_equal(kelly.to_kelly_rgba8(loaded.model), kelly.to_kelly_rgba8(limit.model))
 
 
 def test_oversized_png_is_refused_from_its_header(textured, addon, tmp_path):
