@@ -142,7 +142,7 @@ def sinus_textures(model):
     model._check_single()
     layout = model.config["layout"]
     image = sm.padded(np.asarray(model.params["image"], dtype=float), layout)
-    nearest = np.asarray(model.params["nearest"], dtype=float)
+    nearest = model.nearest_table()  # (derived: the GPU looks it up whole)
     nearest = np.concatenate((nearest, np.zeros(nearest.shape[:2] + (1,))), axis=-1)
     return image.astype(np.float32), nearest.astype(np.float32)
 
