@@ -20,7 +20,7 @@ from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
-from .rig.storage import read_limit
+from .rig.storage import prefetch_limits, read_limit
 
 #: Poses remembered per rig (about 3 kB each for 60 bones).
 MEMO_SIZE = 4096
@@ -135,13 +135,16 @@ def suspended():
 
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
-    by_key = {}
+    limited = []
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
-        if not settings.enabled or not settings.has_limit:
-            continue
-        # the stored limit (its token changes with every write, and undo restores both) as read
-        identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
+        if settings.enabled and settings.has_limit:
+            # the stored limit (its token changes with every write, and undo restores both) as read
+            identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
+            limited.append((row, pose_bone, settings, identity))
+    prefetch_limits(pb for _, pb, _, identity in limited if ("bone",) + identity not in reuse.previous)
+    by_key = {}
+    for row, pose_bone, settings, identity in limited:
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))

@@ -33,18 +33,39 @@ def stored_bytes(obj):
     return sum(len(text[k]) for k in text.keys() if isinstance(text[k], str))
 
 
-def turn_on(scene, obj):
-    """Seconds and peak traced megabytes from switching live enforcement on to the first
-    limited frame shown (compile, limiting the action ahead, the frame itself)."""
-    tracemalloc.start()
+def turn_on(scene, trace=False):
+    """Seconds from switching live enforcement on to the first limited frame shown (compile,
+    limiting the action ahead, the frame itself); with ``trace``, the peak megabytes of memory
+    allocated meanwhile instead (tracing slows allocation down: timed apart)."""
+    if trace:
+        tracemalloc.start()
     t0 = time.perf_counter()
     scene.joint_limits.enforce_live = True
     scene.frame_set(1)
     seconds = time.perf_counter() - t0
+    scene.joint_limits.enforce_live = False
+    if not trace:
+        return seconds
     peak = tracemalloc.get_traced_memory()[1] / 1e6
     tracemalloc.stop()
-    scene.joint_limits.enforce_live = False
-    return seconds, peak
+    return peak
+
+
+def timed(scene, prepare, repeats):
+    """``(seconds of each run, peak MB)`` of :func:`turn_on`, each run after ``prepare()``."""
+    seconds = []
+    for _ in range(repeats):
+        prepare()
+        seconds.append(turn_on(scene))
+    prepare()
+    return seconds, turn_on(scene, trace=True)
+
+
+def spread(runs):
+    """Median and range of :func:`timed` runs, and their peak memory."""
+    seconds, peak = runs
+    seconds = sorted(seconds)
+    return f"{np.median(seconds):6.2f} s ({seconds[0]:.2f}-{seconds[-1]:.2f} over {len(seconds)})   peak {peak:5.0f} MB allocated"
 
 
 def undo_step(name):
@@ -72,6 +93,7 @@ def main():
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--model", default="sinus_texture")
     p.add_argument("--distinct", type=int, default=8, help="limits fitted, then handed round the bones")
+    p.add_argument("--repeats", type=int, default=5, help="turn-ons timed in each setting")
     args = p.parse_args()
 
     obj, motion = _setup.random_rig(addon, args.bones, args.frames)
@@ -84,31 +106,38 @@ def main():
         pb.joint_limit.model = args.model
         addon.rig.fitting.fit_pose_bone(obj, pb)
     fit_seconds = (time.perf_counter() - t0) / args.distinct
+    name = obj.name
     storage = addon.rig.storage
     fitted = [storage.read_limit(obj.pose.bones[b]) for b in range(args.distinct)]
-    for b, pb in enumerate(obj.pose.bones):
+    for pb in obj.pose.bones:
         pb.joint_limit.model = args.model  # (no cloud on the other bones: nothing refits)
-        storage.write_limit(pb, fitted[b % args.distinct])  # as a fit writes it
 
-    name = obj.name
+    def write_all():
+        for b, pb in enumerate(bpy.data.objects[name].pose.bones):
+            storage.write_limit(pb, fitted[b % args.distinct])  # as a fit writes it
+        addon.enforcement.reset()
+
+    def fresh_session():
+        addon.enforcement.reset()  # as in a new Blender session: nothing parsed yet
+        storage.forget_parsed()
+
+    write_all()
     stored = stored_bytes(obj)
-    warm, warm_peak = turn_on(scene, obj)
+    warm = timed(scene, write_all, args.repeats)
     path = os.path.join(tempfile.mkdtemp(prefix="joint_limits_bench_"), "storage.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     size = os.path.getsize(path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    addon.enforcement.reset()  # as in a new Blender session: nothing parsed yet
-    storage.forget_parsed()
-    scene, obj = bpy.context.scene, bpy.data.objects[name]
-    cold, cold_peak = turn_on(scene, obj)
+    scene = bpy.context.scene
+    cold = timed(scene, fresh_session, args.repeats)
     bpy.ops.wm.open_mainfile(filepath=path)  # starts the undo stack
     push, undo = np.min([undo_step(name) for _ in range(3)], axis=0)
 
     print(f"{args.bones} bones, model {args.model} ({args.distinct} fitted, {fit_seconds:.2f} s each), {args.frames}-frame action")
     print(f"  stored limit data:         {stored / 1e6:8.1f} MB  ({stored / args.bones / 1e3:.0f} kB per bone)")
     print(f"  saved .blend:              {size / 1e6:8.1f} MB")
-    print(f"  turning live enforcement on, in the fitting session: {warm:6.2f} s   peak {warm_peak:7.0f} MB traced")
-    print(f"  turning it on in a new session that opened the file: {cold:6.2f} s   peak {cold_peak:7.0f} MB traced")
+    print(f"  turning live enforcement on, in the fitting session: {spread(warm)}")
+    print(f"  turning it on in a new session that opened the file: {spread(cold)}")
     print(f"  pushing an undo step (after every edit):             {push:6.3f} s")
     print(f"  one undo (Ctrl+Z over a pose edit, enforcement on):  {undo:6.3f} s")
     os.remove(path)

@@ -24,18 +24,23 @@ def allowed_at(flat_mask, points, layout, shape, offset=0):
     return flat_mask[sm.uv_to_texel(u, v, shape) + offset]
 
 
-def boundary_texels(flat_masks, layout, shape):
+def boundary_texels(padded):
     """``(B, H * W)`` bool: allowed texels with a forbidden texel among their 8 neighbours (across
-    seams), of the flat masks ``(B, H * W)``, all at once (slices of the masks with a border
-    continued across the seams, :func:`.sphere_maps.padded_texels`)."""
-    h, w = shape
-    padded = np.take(flat_masks, sm.padded_texels(layout, shape), axis=1).reshape(-1, h + 2, w + 2)
-    inner = np.ones((len(padded), h, w), dtype=bool)
+    seams), all at once, from masks with a one-texel border continued across the seams
+    ``padded (B, H + 2, W + 2)`` (:func:`.sphere_maps.padded_texels`)."""
+    b, h, w = padded.shape[0], padded.shape[1] - 2, padded.shape[2] - 2
+    inner = padded[:, :h, :w].copy()
     for dr in (0, 1, 2):
         for dc in (0, 1, 2):
-            if (dr, dc) != (1, 1):
+            if (dr, dc) not in ((0, 0), (1, 1)):
                 inner &= padded[:, dr : dr + h, dc : dc + w]
-    return flat_masks & ~inner.reshape(len(padded), h * w)
+    return (padded[:, 1 : h + 1, 1 : w + 1] & ~inner).reshape(b, h * w)
+
+
+def _boundary_of(flat_mask, layout, shape):
+    """:func:`boundary_texels` of one flat mask ``(H * W,)``."""
+    padded = flat_mask[sm.padded_texels(layout, shape)].reshape(1, shape[0] + 2, shape[1] + 2)
+    return boundary_texels(padded)[0]
 
 
 def boundary_candidates(boundary, layout, shape):
@@ -95,7 +100,7 @@ def nearest_allowed_texels(mask, layout=sm.DEFAULT_LAYOUT):
     forbidden = np.flatnonzero(~flat)
     if forbidden.size:
         centres = sm.texel_centres(layout, shape).reshape(-1, 3)
-        candidates = boundary_candidates(boundary_texels(flat[None], layout, shape)[0], layout, shape)
+        candidates = boundary_candidates(_boundary_of(flat, layout, shape), layout, shape)
         index[forbidden], cos[forbidden] = _nearest_candidate(centres[forbidden], candidates)
     return index, cos
 
@@ -200,6 +205,6 @@ def nearest_allowed_points(mask, layout=sm.DEFAULT_LAYOUT):
     table = sm.texel_centres(layout, shape).reshape(-1, 3).copy()
     forbidden = np.flatnonzero(~flat)
     if forbidden.size:
-        candidates = boundary_candidates(boundary_texels(flat[None], layout, shape)[0], layout, shape)
+        candidates = boundary_candidates(_boundary_of(flat, layout, shape), layout, shape)
         table[forbidden] = nearest_points(forbidden, flat, layout, shape, lambda _: candidates)
     return table.reshape(shape + (3,))

@@ -416,16 +416,17 @@ class SinusTextureLimit(LimitModel):
             return self._runtime_cache
         layout = self.config["layout"]
         h, w = self.config["height"], self.config["width"]
-        image = self.params["image"].reshape((-1, h * w, 4))
+        image = np.ascontiguousarray(self.params["image"]).reshape((-1, h * w, 4))
         size = image.shape[0] * h * w
         self._runtime_cache = {
             "layout": layout,
             "shape": (h, w),
             "bones_shape": self.params["image"].shape[:-3],
-            "mask": (image[..., MASK] > 0.5).reshape(-1),
+            "mask": (image.view(np.uint16)[..., MASK] == 0x3C00).reshape(-1),  # 1.0 (float16 compares are slow)
             # every bone's image with a one-texel border continued across the seams, texels
-            # one after another (B * (H + 2) * (W + 2), 4): a lookup gathers whole texels
-            "padded": np.take(image, sm.padded_texels(layout, (h, w)), axis=1).reshape(-1, 4),
+            # one after another (B * (H + 2) * (W + 2), 4): a lookup gathers whole texels (and
+            # so does building it: a texel's four float16 channels are one 8-byte word)
+            "padded": np.take(image.view(np.uint64), sm.padded_texels(layout, (h, w)), axis=1).view(np.float16).reshape(-1, 4),
             # the nearest-boundary entries met so far, rows (x, y, z, twist low, twist high), and
             # per texel of every bone its row + 1 (0: not met; np.zeros leaves pages unallocated
             # until written, so a big rig pays for the texels its motion reaches)
@@ -450,10 +451,10 @@ class SinusTextureLimit(LimitModel):
         rt = self._runtime()
         layout, (h, w) = rt["layout"], rt["shape"]
         found = rt["candidates"]
-        masks = rt["mask"].reshape(-1, h * w)
         needed = [b for b in np.unique(texel // (h * w)).tolist() if b not in found]
         if needed:  # the boundaries of every bone met for the first time, in one go
-            for b, boundary in zip(needed, boundary_texels(masks[needed], layout, (h, w))):
+            padded = rt["padded"].view(np.uint16).reshape(-1, h + 2, w + 2, 4)[needed, ..., MASK] == 0x3C00  # 1.0
+            for b, boundary in zip(needed, boundary_texels(padded)):
                 found[b] = boundary_candidates(boundary, layout, (h, w))
         points = nearest_points(texel, rt["mask"], layout, (h, w), found.__getitem__)
         u, v = sm._FORWARD[layout](points[:, 0], points[:, 1], points[:, 2])

@@ -15,6 +15,8 @@ import base64
 import binascii
 import collections
 import copy
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -69,24 +71,57 @@ def write_cloud(pose_bone, q, append=False):
 _parsed = collections.OrderedDict()
 #: At most this many bytes of model parameters are remembered (200 sinus textures: 100 MB).
 PARSED_CACHE_BYTES = 512 << 20
+_parsed_bytes = [0]
 
 
 def _parsed_key(settings, text):
     return (settings.limit_token, len(text), hash(text))
 
 
+def _size(limit):
+    return sum(a.nbytes for a in limit.model.params.values())
+
+
 def _remember(key, limit):
+    if key in _parsed:
+        _parsed_bytes[0] -= _size(_parsed.pop(key))
     _parsed[key] = limit
-    _parsed.move_to_end(key)
-    total = sum(sum(a.nbytes for a in lim.model.params.values()) for lim in _parsed.values())
-    while total > PARSED_CACHE_BYTES and len(_parsed) > 1:
-        _, dropped = _parsed.popitem(last=False)
-        total -= sum(a.nbytes for a in dropped.model.params.values())
+    _parsed_bytes[0] += _size(limit)
+    while _parsed_bytes[0] > PARSED_CACHE_BYTES and len(_parsed) > 1:
+        _parsed_bytes[0] -= _size(_parsed.popitem(last=False)[1])
 
 
 def forget_parsed():
     """Drop the remembered limits (for tests and benchmarks: a session that just opened a file)."""
     _parsed.clear()
+    _parsed_bytes[0] = 0
+
+
+def _parsed_or_none(text):
+    try:
+        return limit_from_json(text)
+    except Exception:  # noqa: BLE001 - read_limit reads it again and says what is wrong
+        return None
+
+
+def prefetch_limits(pose_bones):
+    """Parse the stored limits of ``pose_bones`` that this session has not parsed yet, a core
+    each (inflating and numpy's array work let other threads run), so that the next
+    :func:`read_limit` of each finds it parsed. For turning enforcement on: a big rig's
+    textures take a second to parse one by one. Broken entries are left to :func:`read_limit`."""
+    todo = {}
+    for pose_bone in pose_bones:
+        settings = pose_bone.joint_limit
+        text = datastore.get(settings, "limit")
+        if text and (key := _parsed_key(settings, text)) not in _parsed:
+            todo[key] = text
+    if len(todo) < 2:
+        return
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        parsed = list(pool.map(_parsed_or_none, todo.values()))
+    for key, limit in zip(todo, parsed):
+        if limit is not None:
+            _remember(key, limit)
 
 
 def read_limit(pose_bone):
@@ -104,6 +139,8 @@ def read_limit(pose_bone):
     if limit is None:
         limit = limit_from_json(text)
         _remember(key, limit)
+    else:
+        _parsed.move_to_end(key)
     limit = copy.copy(limit)  # its own softening settings; the model (never changed in place) is shared
     if settings.use_softening:
         limit.soft_radius = np.asarray(settings.soft_radius, dtype=float)
