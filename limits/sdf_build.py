@@ -283,19 +283,22 @@ def _node_positions(shape, lower, spacing):
     return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
 
 
-def _neighbour_candidates(nearest, closed):
-    """``(7, I, J, K)``: ``nearest`` at each node and at its six neighbours (edge nodes repeat
-    themselves on open axes, wrap on closed ones)."""
-    out = [nearest]
+def _six_neighbours(values, closed):
+    """``values (I, J, K)`` seen from each node's six neighbours, one array each (edge nodes
+    repeat themselves on open axes, wrap on closed ones)."""
     for axis in range(3):
         for shift in (1, -1):
-            rolled = np.roll(nearest, shift, axis=axis)
+            rolled = np.roll(values, shift, axis=axis)
             if not closed[axis]:
                 edge = [slice(None)] * 3
                 edge[axis] = 0 if shift == 1 else -1
-                rolled[tuple(edge)] = nearest[tuple(edge)]
-            out.append(rolled)
-    return np.stack(out)
+                rolled[tuple(edge)] = values[tuple(edge)]
+            yield rolled
+
+
+def _neighbour_candidates(nearest, closed):
+    """``(7, I, J, K)``: ``nearest`` at each node and at its six neighbours."""
+    return np.stack([nearest, *_six_neighbours(nearest, closed)])
 
 
 def _norm2(d):
@@ -333,14 +336,8 @@ def _dilate(mask, closed, times):
     as :func:`_neighbour_candidates` sees them)."""
     for _ in range(times):
         grown = mask.copy()
-        for axis in range(3):
-            for shift in (1, -1):
-                rolled = np.roll(mask, shift, axis=axis)
-                if not closed[axis]:
-                    edge = [slice(None)] * 3
-                    edge[axis] = 0 if shift == 1 else -1
-                    rolled[tuple(edge)] = mask[tuple(edge)]
-                grown |= rolled
+        for rolled in _six_neighbours(mask, closed):
+            grown |= rolled
         mask = grown
     return mask
 
