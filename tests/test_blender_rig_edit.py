@@ -70,3 +70,27 @@ def test_deleting_a_bone_and_adding_another_keeps_each_bone_on_its_own_limit(cle
     obj.pose.bones["z"].rotation_quaternion = OUTSIDE
     _assert_each_bone_meets_its_own_limit(addon, obj, limits, 2)
     np.testing.assert_allclose(evaluated_local_rotation(obj, "z"), OUTSIDE, atol=1e-5, err_msg="the new bone has no limit")
+
+
+def test_a_bone_replaced_by_a_new_one_of_the_same_name_is_not_limited_with_the_old_limit(clean_file, addon):
+    """Names and order unchanged, yet the bone is another: leaving Edit Mode recompiles."""
+    obj, limits = _rig_with_different_limits(addon)
+    bpy.context.scene.joint_limits.enforce_live = True
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 1)
+
+    def replace_c(bones):
+        bones.remove(bones["c"])
+        new = bones.new("c")
+        new.head, new.tail = (1.0, 0.0, 0.0), (1.0, 0.0, 1.0)
+        new.parent = bones["b"]
+
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.context.view_layer.update()  # the update an edit in the viewport brings
+    replace_c(obj.data.edit_bones)
+    bpy.ops.object.mode_set(mode="POSE")
+    assert obj.pose.bones.keys() == ["root", "a", "b", "c"], "same names, same order"
+    assert not obj.pose.bones["c"].joint_limit.has_limit
+    del limits["c"]
+    obj.pose.bones["c"].rotation_quaternion = OUTSIDE
+    _assert_each_bone_meets_its_own_limit(addon, obj, limits, 2)
+    np.testing.assert_allclose(evaluated_local_rotation(obj, "c"), OUTSIDE, atol=1e-5, err_msg="the new bone has no limit")
