@@ -5,6 +5,7 @@ behind. Each runs in its own Blender process (a second copy of the add-on would 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,11 +27,15 @@ def run_blender(script, tmp_path):
 
 def test_validate_build_and_install_the_zip(tmp_path):
     out = tmp_path / "dist"
+    # the checkout as it is after an earlier build in it: the old zip must not go into the new one
+    src = tmp_path / "joint_limits"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv*", "out", "*cache*", ".hypothesis"))
+    (src / "joint_limits-0.1.0.zip").write_bytes(b"PK\x05\x06" + bytes(18))
     result = run_blender(
         f"""
         import json, sys, zipfile, bpy
         from bl_pkg import bl_extension_cli
-        src, out = {str(ROOT)!r}, {str(out)!r}
+        src, out = {str(src)!r}, {str(out)!r}
         import os
         os.makedirs(out, exist_ok=True)
         validated = bl_extension_cli.cli_extension_handler(["validate", src])
@@ -52,7 +57,8 @@ def test_validate_build_and_install_the_zip(tmp_path):
     assert result["built"] == 0
     assert len(result["zips"]) == 1
     names = result["names"]
-    assert "blender_manifest.toml" in names and "limits/quaternion.py" in names
+    assert "blender_manifest.toml" in names and "limits/quaternion.py" in names and "LICENSE" in names
+    assert not any(n.endswith(".zip") for n in names)
     assert not any(n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n for n in names)
     assert result["enabled"] and result["has_op"] and result["has_prop"]
 
