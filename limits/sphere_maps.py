@@ -116,11 +116,6 @@ def texture_shape(size=None, layout=DEFAULT_LAYOUT):
 
 
 # -- the maps -------------------------------------------------------------------------------------
-def _atan_unit(t):
-    """``atan(t) * 2 / pi`` for ``t`` in ``[0, 1]``."""
-    return np.arctan(t) * (2.0 / np.pi)
-
-
 def _equal_area_forward(x, y, z):
     ax = np.abs(x)
     az = np.abs(z)
