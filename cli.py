@@ -20,47 +20,79 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser():
-    p = _Parser(prog="blender -b FILE.blend -c joint_limits", description="Fit, bake and report joint limits headless.")
-    sub = p.add_subparsers(dest="command", required=True)
+    from .limits.model import model_kinds
+
+    kinds = model_kinds()
+    p = _Parser(
+        prog="blender -b [FILE.blend] -c joint_limits",
+        description="Fit, bake and report joint limits headless. fit, bake and report work on the open .blend file; demo needs none.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="model kinds (fit --model):\n" + "\n".join(f"  {kind:<20} {description}" for kind, _, description in kinds),
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="{fit,bake,report,demo}")
+
+    def command(name, summary, description):
+        return sub.add_parser(name, help=summary, description=description)
 
     def common(sp):
-        sp.add_argument("--object", help="armature object (default: the only/active armature)")
-        sp.add_argument("--bones", nargs="*", help="bone names (default: all bones)")
+        sp.add_argument("--object", help="armature object (default: the only or active armature)")
+        sp.add_argument("--bones", nargs="+", metavar="BONE", help="bone names (default: all bones)")
 
-    sp = sub.add_parser("fit", help="sample actions into rotation clouds and fit limits")
+    sp = command(
+        "fit",
+        "sample actions into rotation clouds and fit limits",
+        "Sample the named actions (default: the armature's action) into each bone's rotation cloud, fit each "
+        "bone's limit with its settings (or --model / --mode), and save the file.",
+    )
     common(sp)
-    sp.add_argument("--actions", nargs="*", help="actions to sample (default: the object's action)")
-    sp.add_argument("--model", default=None, help="limit model kind")
-    sp.add_argument("--mode", choices=("FULL", "SWING_TWIST"), default=None)
-    sp.add_argument("--save", help="write the .blend here (default: overwrite the open file)")
+    sp.add_argument("--actions", nargs="+", metavar="ACTION", help="actions to sample (default: the object's action)")
+    sp.add_argument("--model", choices=[kind for kind, _, _ in kinds], metavar="KIND", help=f"limit model kind for every fitted bone: {', '.join(kind for kind, _, _ in kinds)} (described by --help without a command; default: each bone's own setting)")
+    sp.add_argument("--mode", choices=("FULL", "SWING_TWIST"), help="fit one shape to the whole rotation, or separate shapes to swing and twist (default: each bone's own setting)")
+    sp.add_argument("--save", metavar="PATH", help="write the .blend here (default: overwrite the open file)")
 
     def frame_range(sp, action_help):
         common(sp)
         sp.add_argument("--action", help=action_help)
-        sp.add_argument("--start", type=int)
-        sp.add_argument("--end", type=int)
+        sp.add_argument("--start", type=int, metavar="FRAME", help="first frame (default: the action's first key)")
+        sp.add_argument("--end", type=int, metavar="FRAME", help="last frame (default: the action's last key)")
 
-    sp = sub.add_parser("bake", help="bake the action with limits applied into a new action")
+    sp = command(
+        "bake",
+        "bake the action with limits applied into a new action",
+        "Evaluate the action frame by frame (constraints and IK included), limit every limited bone and key the "
+        "result into a new action '<action>_limited', then save the file.",
+    )
     frame_range(sp, "action to bake (default: the object's action)")
-    sp.add_argument("--save", help="write the .blend here (default: overwrite the open file)")
+    sp.add_argument("--save", metavar="PATH", help="write the .blend here (default: overwrite the open file)")
 
-    sp = sub.add_parser("report", help="print frames out of limit and the worst violation per bone")
+    sp = command(
+        "report",
+        "print frames out of limit and the worst violation per bone",
+        "Evaluate the action and print, per limited bone, the frames out of its limit and the worst violation.",
+    )
     frame_range(sp, "action to check (default: the object's action)")
-    sp.add_argument("--output", help="also write the report text here")
+    sp.add_argument("--output", metavar="PATH", help="also write the report text here")
 
-    sp = sub.add_parser("demo", help="build the embedded demo rig, fit, enforce, bake and report")
+    sp = command(
+        "demo",
+        "build the embedded demo rig, fit, enforce, bake and report",
+        "Build the embedded humanoid and its generated range of motion (no .blend or other file needed), fit "
+        "limits, enforce them live, bake an impossible action and write the report, pictures and .blend.",
+    )
     sp.add_argument("output", nargs="?", default="out", help="output folder (default: ./out)")
-    sp.add_argument("--frames", type=int, default=600, help="frames of generated range of motion")
+    sp.add_argument("--frames", type=int, default=600, help="frames of generated range of motion (default: 600)")
     return p
 
 
 def main(argv):
-    """Entry point of ``-c joint_limits``; returns an exit code."""
+    """Entry point of ``-c joint_limits``; returns an exit code (``--help`` prints and returns 0)."""
     from . import jobs
 
     try:
         args = _parser().parse_args(list(argv))
         return getattr(jobs, f"cli_{args.command}")(args)
+    except SystemExit as done:  # --help: argparse printed it and would end Blender
+        return done.code if isinstance(done.code, int) else 0
     except (ValueError, LookupError, OSError, RuntimeError, MemoryError) as err:
         print(f"joint_limits: error: {err}", file=sys.stderr)
         return 2

@@ -93,10 +93,6 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
 
 
 def cli_fit(args):
-    if args.model is not None:
-        from .limits.model import model_class
-
-        model_class(args.model)  # ValueError naming the known kinds
     obj = resolve_armature(args.object)
     bones = resolve_bones(obj, args.bones)
     actions = [resolve_action(obj, n) for n in args.actions] if args.actions else [resolve_action(obj)]

@@ -53,4 +53,28 @@ def test_bad_cli_input_exits_non_zero_with_a_message(clean_file, addon, tmp_path
     assert main(["report", "--action", "Bad"]) != 0, "no limits fitted yet"
     err = capsys.readouterr().err
     assert "NoSuchRig" in err and "nope" in err and "Missing" in err and "no fitted" in err
-    assert "unknown limit model 'banana'" in err and "kdop" in err
+    assert "invalid choice: 'banana'" in err and "kdop" in err
+
+
+def test_help_lists_commands_options_and_model_kinds_and_returns(clean_file, addon, capsys):
+    main = addon.cli.main
+    assert main(["--help"]) == 0  # printed, not SystemExit out of the command
+    top = capsys.readouterr().out
+    for kind, _, _ in addon.limits.model.model_kinds():
+        assert kind in top
+    assert "[FILE.blend]" in top and "demo needs none" in top
+    for command in ("fit", "bake", "report", "demo"):
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        options = [line for line in text.splitlines() if line.strip().startswith("--")]
+        assert options and all(len(line.split(None, 1)) == 2 or "help" in line for line in options), text
+    assert main(["fit", "--model", "banana"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_an_option_that_takes_names_refuses_none(clean_file, addon, capsys):
+    main = addon.cli.main
+
+    for argv in (["fit", "--actions"], ["fit", "--bones"], ["report", "--bones"]):
+        assert main(argv) == 2, argv
+        assert "expected at least one argument" in capsys.readouterr().err
