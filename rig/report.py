@@ -54,13 +54,22 @@ def _bone_row(name, limit, q, frames):
 
 
 def report_text(obj, action, rows, skipped=None):
-    """The report as text: a line per row (worst first), the bones ``skipped``, a summary."""
-    lines = [f"Joint Limits report: {obj.name}, action {action.name!r}", f"{'bone':<20} {'model':<13} {'out':>9} {'worst':>9}  frame"]
-    for r in sorted(rows, key=lambda r: -r["worst_deg"]):
+    """The report as text: what the columns mean, a line per row (bones out of their limit
+    first, the worst violation first; then the bones that stay inside, by name), the bones
+    ``skipped``, a summary."""
+    lines = [
+        f"Joint Limits report: {obj.name}, action {action.name!r}",
+        "  out:   frames where the bone's rotation (constraints and IK included) leaves its limit, of all frames",
+        "  worst: the largest violation, degrees from the rotation to the nearest allowed one, and its frame",
+        f"{'bone':<20} {'model':<13} {'out':>9} {'worst':>9}  frame",
+    ]
+    outside = sorted((r for r in rows if r["frames_out"]), key=lambda r: (-r["worst_deg"], -r["frames_out"], r["bone"]))
+    inside = sorted((r for r in rows if not r["frames_out"]), key=lambda r: r["bone"])
+    for r in outside + inside:
+        frame = r["worst_frame"] if r["frames_out"] else "-"
         stress = f"   stress {r['stress']:.2f} at frame {r['stress_frame']}" if "stress" in r else ""
-        lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {r['worst_frame']}{stress}")
+        lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {frame}{stress}")
     for name, why in (skipped or {}).items():
         lines.append(f"{name:<20} skipped: {why}")
-    out = sum(r["frames_out"] > 0 for r in rows)
-    lines.append(f"{out} of {len(rows)} limited bones leave their limits")
+    lines.append(f"{len(outside)} of {len(rows)} limited bones leave their limits")
     return "\n".join(lines)

@@ -336,3 +336,20 @@ def test_rigs_sharing_an_armature_share_its_limits(clean_file, addon):
 
     twin.pose.bones["lower"].joint_limit.model = "ellipsoid"  # refits the one shared limit
     assert _limit(addon, obj.pose.bones["lower"]).model.kind == "ellipsoid"
+
+
+def test_report_text_explains_its_columns_and_puts_bones_out_first(addon):
+    from types import SimpleNamespace
+
+    def row(bone, out, worst, frame):
+        return {"bone": bone, "model": "kdop", "frames": 100, "frames_out": out, "worst_deg": worst, "worst_frame": frame}
+
+    rows = [row("calm", 0, 0.0, 1), row("mild", 3, 2.0, 40), row("wild", 50, 30.0, 7), row("also_calm", 0, 0.0, 1)]
+    text = addon.rig.report.report_text(SimpleNamespace(name="Rig"), SimpleNamespace(name="Act"), rows)
+    lines = text.splitlines()
+    assert any(line.strip().startswith("out:") for line in lines) and any(line.strip().startswith("worst:") for line in lines)
+    body = [line for line in lines if line.split() and line.split()[0] in {r["bone"] for r in rows}]
+    assert [line.split()[0] for line in body] == ["wild", "mild", "also_calm", "calm"]
+    assert body[0].endswith(" 7") and body[1].endswith(" 40")
+    assert body[2].endswith(" -") and body[3].endswith(" -"), "no frame is named when nothing is out"
+    assert lines[-1] == "2 of 4 limited bones leave their limits"
