@@ -17,6 +17,7 @@ Targets for 200 sinus-texture bones: stored <= 100 MB, turning on <= 1 s, undo <
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 import tracemalloc
@@ -124,7 +125,8 @@ def main():
     write_all()
     stored = stored_bytes(obj)
     warm = timed(scene, write_all, args.repeats)
-    path = os.path.join(tempfile.mkdtemp(prefix="joint_limits_bench_"), "storage.blend")
+    folder = tempfile.mkdtemp(prefix="joint_limits_bench_")
+    path = os.path.join(folder, "storage.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     size = os.path.getsize(path)
     bpy.ops.wm.open_mainfile(filepath=path)
@@ -140,7 +142,7 @@ def main():
     print(f"  turning it on in a new session that opened the file: {spread(cold)}")
     print(f"  pushing an undo step (after every edit):             {push:6.3f} s")
     print(f"  one undo (Ctrl+Z over a pose edit, enforcement on):  {undo:6.3f} s")
-    os.remove(path)
+    shutil.rmtree(folder)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,8 @@ def start_background_gpu():
         with bpy.context.temp_override(scene=scene):
             bpy.ops.render.render(scene=scene.name)
     finally:
+        if os.path.exists(scene.render.filepath):  # (not written unless asked; never left behind)
+            os.remove(scene.render.filepath)
         bpy.data.objects.remove(camera)
         bpy.data.cameras.remove(camera_data)
         bpy.data.scenes.remove(scene)

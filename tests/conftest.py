@@ -53,4 +53,5 @@ def pytest_unconfigure(config):
         print(f"bpy {bpy.app.version_string}: {counts}; exit status {config.stash[_EXIT]} (the process ends itself, see conftest.py)")
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             stream.flush()
+        blender_session.clean_up()
         os._exit(config.stash[_EXIT])

@@ -4,10 +4,9 @@
 mathutils works in float32: tolerances are about 1e-5.
 """
 
-import os
-import tempfile
+import blender_session
 
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp())
+blender_session.isolate_user_folders()  # (conftest did, for the whole run; this file imports bpy itself)
 
 import bpy  # noqa: E402
 import mathutils  # noqa: E402

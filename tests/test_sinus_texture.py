@@ -415,7 +415,7 @@ def test_all_allowed_only_clamps_twist():
     d, t = direction_twist(q)
     dp, tp = direction_twist(p)
     np.testing.assert_allclose(dp, d, atol=1e-12)
-    low, high = model.params["image"][0, 0, TWIST_MIN : TWIST_MAX + 1]  # -0.2 and 0.3 at half precision, outward
+    low, high = model.params["image"][0, 0, TWIST_MIN : TWIST_MAX + 1].tolist()  # -0.2 and 0.3 at half precision, outward
     assert -0.2001 < low <= -0.2 and 0.3 <= high < 0.3001
     np.testing.assert_allclose(tp, np.clip(t, low, high), atol=1e-9)
     assert model.contains(p).all()
