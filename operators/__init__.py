@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Operators, one per file. Scripts depend on the ``pose.joint_limits_<verb>`` names. Each is
-registered with :func:`._common.checks_limit_data`: it says when the rig's limit data is lost."""
+registered with :func:`._common.checked_operator`: it says when the rig's limit data is lost and
+reports bad input in the status bar."""
 
 import bpy
 
-from ._common import checks_limit_data
+from ._common import checked_operator
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
@@ -49,7 +50,7 @@ classes = (
 
 def register():
     for cls in classes:
-        bpy.utils.register_class(checks_limit_data(cls))
+        bpy.utils.register_class(checked_operator(cls))
 
 
 def unregister():

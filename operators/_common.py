@@ -7,6 +7,7 @@ from bpy.props import BoolProperty, IntProperty
 
 from ..rig import datastore
 from ..rig.actions import action_frames
+from ..rig.bone_errors import describe
 
 
 def armature_in_pose_mode(cls, context, need_selection=True):
@@ -103,13 +104,23 @@ def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def checks_limit_data(cls):
-    """``cls`` (an operator class) with an ``execute`` that re-links its armature's detached
-    data store first and, after running, warns in the status bar when limit data is missing
-    (:func:`..rig.datastore.health`): one check for every operator, applied where they are
-    registered. Returns ``cls``."""
+#: What an operator's work raises for bad input (a wrong setting, a corrupt limit, a foreign
+#: file, no room): reported in the status bar, never as a traceback.
+INPUT_ERRORS = (ValueError, OSError, RuntimeError, RecursionError, MemoryError)
+
+
+def checked_operator(cls):
+    """``cls`` (an operator class) with an ``execute`` that
+
+    - re-links its armature's detached data store first and, after running, warns in the
+      status bar when limit data is missing (:func:`..rig.datastore.health`);
+    - reports what it raises for bad input (:data:`INPUT_ERRORS`) as one status-bar error and
+      cancels, so an operator's own code raises ``ValueError`` with a sentence for the animator
+      instead of catching and reporting it itself.
+
+    One wrapper for every operator, applied where they are registered. Returns ``cls``."""
     execute = getattr(cls, "execute", None)
-    if execute is None or getattr(execute, "checks_limit_data", False):  # modal only, or done
+    if execute is None or getattr(execute, "checked", False):  # modal only, or done
         return cls
 
     def checked(self, context):
@@ -117,12 +128,16 @@ def checks_limit_data(cls):
         armature = obj.data if obj is not None and obj.type == "ARMATURE" else None
         if armature is not None and datastore.relink(armature) is not None:
             self.report({"WARNING"}, f"Re-linked the limit data of {armature.name}: its text block had been detached")
-        result = execute(self, context)
+        try:
+            result = execute(self, context)
+        except INPUT_ERRORS as err:
+            self.report({"ERROR"}, describe(err))
+            return {"CANCELLED"}
         if armature is not None and not (health := datastore.health(armature)).ok:
             self.report({"WARNING"}, health.message)
         return result
 
-    checked.checks_limit_data = True
+    checked.checked = True
     checked.__doc__ = execute.__doc__
     cls.execute = checked
     return cls

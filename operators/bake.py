@@ -26,13 +26,9 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
         obj = context.object
         action = obj.animation_data.action
         skipped = SkippedBones()
-        try:
-            frames = self.frames(action)
-            with progress(context, len(frames)) as update:
-                baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        frames = self.frames(action)
+        with progress(context, len(frames)) as update:
+            baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped)
         message = f"Baked {len(frames)} frames of {len(obj.pose.bones)} bones into {baked.name!r}"
         if self.assign:
             muted = assign_baked(obj, action, baked)

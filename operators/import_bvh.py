@@ -37,9 +37,6 @@ class JOINTLIMITS_OT_import_bvh(bpy.types.Operator, ImportHelper):
         try:
             clouds, dropped, notes = drop_bad_rotations(bvh_rotations(source, target, names), bpy.path.basename(self.filepath))
             counts = store_clouds(target, clouds, append=self.append)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
         finally:
             if not self.keep_armature:
                 remove_armature(source)

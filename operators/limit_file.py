@@ -23,15 +23,11 @@ class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
 
     def execute(self, context):
         pb = context.active_pose_bone
-        try:
-            with naming(pb.name):
-                limit = read_limit(pb)
-            if limit is None:
-                raise ValueError(f"{pb.name} has no fitted limit")
-            save_limit(self.filepath, limit)
-        except (ValueError, OSError) as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        with naming(pb.name):
+            limit = read_limit(pb)
+        if limit is None:
+            raise ValueError(f"{pb.name} has no fitted limit")
+        save_limit(self.filepath, limit)
         self.report({"INFO"}, f"Saved {pb.name}'s limit to {self.filepath}")
         return {"FINISHED"}
 

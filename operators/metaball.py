@@ -24,11 +24,7 @@ class JOINTLIMITS_OT_metaball_export(bpy.types.Operator):
 
     def execute(self, context):
         pb = context.active_pose_bone
-        try:
-            mb_obj, info = export_metaball(context.object, pb, context.scene)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        mb_obj, info = export_metaball(context.object, pb, context.scene)
         source = "its quaternion surface" if info["source"] == "limit" else "a quaternion surface fitted to its samples"
         self.report(
             {"INFO"},

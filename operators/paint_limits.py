@@ -22,11 +22,7 @@ class JOINTLIMITS_OT_paint_limit(bpy.types.Operator):
         return _texture_bone(cls, context)
 
     def execute(self, context):
-        try:
-            sphere, image = paint.start_painting(context, context.object, context.active_pose_bone)
-        except (ValueError, RuntimeError) as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        sphere, image = paint.start_painting(context, context.object, context.active_pose_bone)
         self.report({"INFO"}, f"Painting {image.name!r} on {sphere.name!r}: pick a brush, then Finish Painting")
         return {"FINISHED"}
 
@@ -63,11 +59,7 @@ class JOINTLIMITS_OT_paint_brush(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        try:
-            paint.set_brush(context, self.kind)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        paint.set_brush(context, self.kind)
         return {"FINISHED"}
 
 
@@ -83,11 +75,7 @@ class JOINTLIMITS_OT_paint_rebuild(bpy.types.Operator):
         return _painting(cls, context)
 
     def execute(self, context):
-        try:
-            limit = paint.rebuild_session()
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        limit = paint.rebuild_session()
         self.report({"INFO"}, f"Rebuilt: {100.0 * limit.model.params['image'][..., 0].mean():.1f}% of swings allowed")
         return {"FINISHED"}
 
@@ -104,11 +92,7 @@ class JOINTLIMITS_OT_paint_finish(bpy.types.Operator):
         return _painting(cls, context)
 
     def execute(self, context):
-        try:
-            paint.finish_painting(context)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        paint.finish_painting(context)
         return {"FINISHED"}
 
 

@@ -19,13 +19,9 @@ class JOINTLIMITS_OT_report(ActionFramesMixin, bpy.types.Operator):
         obj = context.object
         action = obj.animation_data.action
         skipped = SkippedBones()
-        try:
-            frames = self.frames(action)
-            with progress(context, len(frames)) as update:
-                rows = violation_report(obj, context.scene, action, frames, progress=update, skipped=skipped)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        frames = self.frames(action)
+        with progress(context, len(frames)) as update:
+            rows = violation_report(obj, context.scene, action, frames, progress=update, skipped=skipped)
         text = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
         text.from_string(report_text(obj, action, rows, skipped))
         bad = [r for r in rows if r["frames_out"]]

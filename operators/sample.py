@@ -51,13 +51,9 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         names = [pb.name for pb in selected_bones(context)]
-        try:
-            start, end = (self.frame_start, self.frame_end) if self.use_frame_range else (None, None)
-            clouds, notes, dropped = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
-            counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        start, end = (self.frame_start, self.frame_end) if self.use_frame_range else (None, None)
+        clouds, notes, dropped = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
+        counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing)
         for note in notes[:5]:
             self.report({"WARNING"}, note)
         skipped = len(names) - len(counts)

@@ -33,11 +33,7 @@ class JOINTLIMITS_OT_sculpt_export(bpy.types.Operator):
 
     def execute(self, context):
         pb = context.active_pose_bone
-        try:
-            mesh_obj, info = export_sculpt_mesh(context.object, pb, context.scene, self.resolution or None)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        mesh_obj, info = export_sculpt_mesh(context.object, pb, context.scene, self.resolution or None)
         source = "its SDF grid" if info["source"] == "grid" else "an SDF grid fitted to its samples"
         self.report(
             {"INFO"},

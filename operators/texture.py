@@ -31,11 +31,7 @@ class JOINTLIMITS_OT_texture_edit(bpy.types.Operator):
         return _texture_bone(cls, context)
 
     def execute(self, context):
-        try:
-            image = edit_image(context.object, context.active_pose_bone)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        image = edit_image(context.object, context.active_pose_bone)
         self.report({"INFO"}, f"Texture image {image.name!r} ({image.size[0]}x{image.size[1]}) ready to edit")
         return {"FINISHED"}
 
@@ -52,11 +48,7 @@ class JOINTLIMITS_OT_texture_rebuild(bpy.types.Operator):
         return _texture_bone(cls, context)
 
     def execute(self, context):
-        try:
-            limit = rebuild_from_image(context.object, context.active_pose_bone)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        limit = rebuild_from_image(context.object, context.active_pose_bone)
         if bpy.data.objects.get(cone_name(context.object, context.active_pose_bone)) is not None:
             update_cone(context.object, context.active_pose_bone)
         mask = limit.model.params["image"][..., 0]
@@ -122,11 +114,7 @@ class JOINTLIMITS_OT_texture_cone(bpy.types.Operator):
         return _texture_bone(cls, context)
 
     def execute(self, context):
-        try:
-            cone = update_cone(context.object, context.active_pose_bone)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        cone = update_cone(context.object, context.active_pose_bone)
         self.report({"INFO"}, f"Sinus cone {cone.name!r} with {len(cone.data.vertices) - 1} rim points")
         return {"FINISHED"}
 
@@ -145,11 +133,7 @@ class JOINTLIMITS_OT_boundary_tour(bpy.types.Operator):
         return _texture_bone(cls, context)
 
     def execute(self, context):
-        try:
-            action = boundary_tour(context.object, context.active_pose_bone, self.count, context.scene.frame_start)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        action = boundary_tour(context.object, context.active_pose_bone, self.count, context.scene.frame_start)
         self.report({"INFO"}, f"Keyed {self.count} boundary poses into {action.name!r} (assigned; the previous action is kept)")
         return {"FINISHED"}
 

@@ -94,11 +94,7 @@ class JOINTLIMITS_OT_record_twist_limit(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        try:
-            posing.record_twist_limit(context.object, context.active_pose_bone, self.side)
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        posing.record_twist_limit(context.object, context.active_pose_bone, self.side)
         enforcement.invalidate()
         count = len(posing.twist_keys(context.active_pose_bone))
         self.report({"INFO"}, f"Twist {self.side.lower()} recorded; {count} twist key(s)")
