@@ -126,7 +126,9 @@ def test_volume_of_a_curved_cloud_is_larger_than_its_learned_limit():
     hold its ends and so takes in the hollow inside."""
     t = np.linspace(-1.05, 1.05, 400)
     swing_axis = np.stack((np.cos(t), np.zeros_like(t), np.sin(t)), axis=-1)
-    cloud = q_lib.quaternion_multiply(q_lib.quaternion_from_exp_map(0.7 * swing_axis), _about([0.0, 1.0, 0.0], 0.2 * np.sin(9 * t)))
+    cloud = q_lib.quaternion_multiply(
+        q_lib.quaternion_from_exp_map(0.7 * swing_axis), _about([0.0, 1.0, 0.0], 0.2 * np.sin(9 * t))
+    )
     limits = ik.IkLimits.fit(cloud, padding=0.05)
     fidelity = ik.ik_fidelity(limits, cloud, JointLimit.fit(cloud, kind="kdop"))
     assert fidelity.sample_share == 1.0
