@@ -8,6 +8,7 @@ from ._common import checks_limit_data
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
+from .export_ik_limits import JOINTLIMITS_OT_export_ik_limits
 from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
 from .import_bvh import JOINTLIMITS_OT_import_bvh
@@ -30,6 +31,7 @@ classes = (
     JOINTLIMITS_OT_clear,
     JOINTLIMITS_OT_mirror,
     JOINTLIMITS_OT_export_native,
+    JOINTLIMITS_OT_export_ik_limits,
     JOINTLIMITS_OT_enforce,
     JOINTLIMITS_OT_bake,
     JOINTLIMITS_OT_report,
