@@ -9,6 +9,7 @@ from ._common import checked_operator
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
+from .export_ik_limits import JOINTLIMITS_OT_export_ik_limits
 from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
 from .import_bvh import JOINTLIMITS_OT_import_bvh
@@ -31,6 +32,7 @@ classes = (
     JOINTLIMITS_OT_clear,
     JOINTLIMITS_OT_mirror,
     JOINTLIMITS_OT_export_native,
+    JOINTLIMITS_OT_export_ik_limits,
     JOINTLIMITS_OT_enforce,
     JOINTLIMITS_OT_bake,
     JOINTLIMITS_OT_report,
