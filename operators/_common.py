@@ -156,8 +156,8 @@ class ActionFramesMixin:
     needs an armature with an action."""
 
     use_frame_range: BoolProperty(name="Frame Range", description="Use a frame range instead of the whole action", default=False)
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=250)
+    frame_start: IntProperty(name="Start", description="First frame of the range (with Frame Range)", default=1)
+    frame_end: IntProperty(name="End", description="Last frame of the range (with Frame Range)", default=250)
 
     @classmethod
     def poll(cls, context):

@@ -13,7 +13,12 @@ class JOINTLIMITS_OT_enforce(bpy.types.Operator):
     bl_label = "Live Enforcement"
     bl_options = {"REGISTER", "UNDO"}
 
-    state: EnumProperty(name="State", items=(("TOGGLE", "Toggle", ""), ("ON", "On", ""), ("OFF", "Off", "")), default="TOGGLE")
+    state: EnumProperty(
+        name="State",
+        description="Switch live enforcement to this state",
+        items=(("TOGGLE", "Toggle", "On when off, off when on"), ("ON", "On", "Limit every frame"), ("OFF", "Off", "Leave poses as they are")),
+        default="TOGGLE",
+    )
 
     @classmethod
     def poll(cls, context):

@@ -15,7 +15,7 @@ class JOINTLIMITS_OT_save_file(bpy.types.Operator, ExportHelper):
     bl_idname = "pose.joint_limits_save_file"
     bl_label = "Save Limit File"
     filename_ext = ".json"
-    filter_glob: StringProperty(default="*.json;*.npz", options={"HIDDEN"})
+    filter_glob: StringProperty(description="Files shown in the file browser", default="*.json;*.npz", options={"HIDDEN"})
 
     @classmethod
     def poll(cls, context):
@@ -38,7 +38,7 @@ class JOINTLIMITS_OT_load_file(bpy.types.Operator, ImportHelper):
     bl_idname = "pose.joint_limits_load_file"
     bl_label = "Load Limit File"
     bl_options = {"REGISTER", "UNDO"}
-    filter_glob: StringProperty(default="*.json;*.npz", options={"HIDDEN"})
+    filter_glob: StringProperty(description="Files shown in the file browser", default="*.json;*.npz", options={"HIDDEN"})
 
     @classmethod
     def poll(cls, context):

@@ -42,6 +42,7 @@ class JOINTLIMITS_OT_paint_brush(bpy.types.Operator):
 
     kind: EnumProperty(
         name="Brush",
+        description="What the brush paints into the limit's texture",
         items=(
             ("ALLOWED", "Allowed", "Paint swings allowed (adds green)"),
             ("FORBIDDEN", "Forbidden", "Paint swings forbidden (removes green)"),

@@ -15,6 +15,7 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
 
     source: EnumProperty(
         name="Actions",
+        description="Which actions to sample",
         items=(
             ("ACTIVE", "Active Action", "The armature's current action"),
             ("ALL", "All Actions", "Every action with keys for these bones"),
@@ -24,8 +25,8 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
     )
     action_names: StringProperty(name="Names", description="Comma-separated action names (for Named)")
     use_frame_range: BoolProperty(name="Frame Range", description="Only sample a frame range", default=False)
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=250)
+    frame_start: IntProperty(name="Start", description="First frame of the range (with Frame Range)", default=1)
+    frame_end: IntProperty(name="End", description="Last frame of the range (with Frame Range)", default=250)
     evaluated: BoolProperty(name="With Constraints", description="Evaluate every frame with constraints and IK (slower) instead of reading keys", default=False)
     append: BoolProperty(name="Append", description="Add to the existing samples instead of replacing them", default=False)
     min_spacing: FloatProperty(name="Min Spacing", description="Thin the samples so no two are closer than this (0: keep all)", default=0.0, min=0.0, max=1.0, subtype="ANGLE")

@@ -64,7 +64,7 @@ class JOINTLIMITS_OT_texture_export(bpy.types.Operator, ExportHelper):
     bl_idname = "pose.joint_limits_texture_export"
     bl_label = "Export Texture"
     filename_ext = ".png"
-    filter_glob: StringProperty(default="*.png;*.exr", options={"HIDDEN"})
+    filter_glob: StringProperty(description="Files shown in the file browser", default="*.png;*.exr", options={"HIDDEN"})
 
     @classmethod
     def poll(cls, context):
@@ -86,7 +86,7 @@ class JOINTLIMITS_OT_texture_import(bpy.types.Operator, ImportHelper):
     bl_idname = "pose.joint_limits_texture_import"
     bl_label = "Import Texture"
     bl_options = {"REGISTER", "UNDO"}
-    filter_glob: StringProperty(default="*.png;*.exr", options={"HIDDEN"})
+    filter_glob: StringProperty(description="Files shown in the file browser", default="*.png;*.exr", options={"HIDDEN"})
 
     @classmethod
     def poll(cls, context):

@@ -80,6 +80,7 @@ class JOINTLIMITS_OT_record_twist_limit(bpy.types.Operator):
 
     side: EnumProperty(
         name="Side",
+        description="Which end of the twist range the current twist sets",
         items=(("MIN", "Minimum", "The current twist is the smallest allowed here"), ("MAX", "Maximum", "The current twist is the largest allowed here")),
         default="MAX",
     )

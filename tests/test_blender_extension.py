@@ -88,3 +88,17 @@ def test_unregister_removes_every_handler_class_and_property(tmp_path):
     assert result["after"] == []
     assert result["leftovers"] == []
     assert not result["prop"] and not result["scene"] and not result["store"]
+
+
+def test_every_operator_documents_itself_and_its_parameters(addon):
+    """``help(bpy.ops.pose.joint_limits_<verb>)`` and tooltips: a description for the operator
+    and for every parameter."""
+    import bpy
+
+    missing = []
+    for cls in addon.operators.classes:
+        module, name = cls.bl_idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+        missing += [cls.bl_idname] if not rna.description.strip() else []
+        missing += [f"{cls.bl_idname}.{p.identifier}" for p in rna.properties if p.identifier != "rna_type" and not p.description.strip()]
+    assert not missing
