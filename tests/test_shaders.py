@@ -53,9 +53,15 @@ def standalone(path):
     return "\n".join(["#version 430"] + libraries + [text]), stage
 
 
-def test_there_are_shaders():
-    names = {p.name for p in GLSL_FILES}
-    assert {"sinus_texture_lookup.glsl", "sinus_texture_compute.glsl"} <= names
+def test_every_shader_is_used_and_every_used_shader_exists():
+    """The add-on builds its shaders with ``shader_code("<name>")``, whose libraries come in by
+    ``// Requires:`` lines: no file is left that nothing builds, and nothing builds a missing
+    file."""
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "rig").glob("*.py"))
+    built = set(re.findall(r'shader_code\("(\w+)"\)', code))
+    required = {name[: -len(".glsl")] for p in GLSL_FILES for name in REQUIRES.findall(p.read_text(encoding="utf-8"))}
+    assert built, "no shader_code(...) calls found: the test no longer sees how shaders are built"
+    assert {p.stem for p in GLSL_FILES} == built | required
 
 
 @pytest.mark.parametrize("path", GLSL_FILES, ids=lambda p: p.name)
