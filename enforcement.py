@@ -2,7 +2,9 @@
 """Live enforcement: handlers that keep every limited bone inside its limit.
 
 ``frame_change_post`` limits the pose after animation was evaluated for a frame, and a guarded
-``depsgraph_update_post`` limits interactive posing. Each armature's limits are compiled once
+``depsgraph_update_post`` limits interactive posing. A limited bone that a live constraint
+drives (not IK) is limited on its evaluated pose instead, by a corrective constraint at the end
+of its stack (:mod:`.rig.evaluated`); its basis is never written. Each armature's limits are compiled once
 (until a setting changes, undo, a file load, or an edit of the bones) into groups of same-kind
 models stacked along a bone axis, so a frame costs a few foreach_get/foreach_set calls and one
 numpy projection per model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
@@ -16,6 +18,7 @@ from bpy.app.handlers import persistent
 
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
+from .rig import evaluated
 from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
@@ -30,7 +33,7 @@ LOOK_AHEAD_FRAMES = 1500
 _cache = {}
 _reported = set()
 _messages = []
-_state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": ()}
+_state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": (), "correctives": False}
 #: rigs seen in Edit Mode since they were compiled (object pointers)
 _edited = set()
 
@@ -85,10 +88,12 @@ _reuse = {}
 
 
 class _CompiledRig:
-    def __init__(self, bone_names, groups):
+    def __init__(self, bone_names, groups, corrected=None):
         #: ``obj.pose.bones.keys()`` when compiled: rows are indices into this order
         self.bone_names = bone_names
         self.groups = groups
+        #: constraint-driven bones, limited through correctives (:class:`.rig.evaluated.Corrected`)
+        self.corrected = corrected
         #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
         #: function of the pose, so looping playback and scrubbing replay it for free.
         self.memo = {}
@@ -126,9 +131,24 @@ def report_once(key, text):
     print(f"Joint Limits: {text}")
 
 
+def _corrective_objects():
+    return [o for o in bpy.data.objects if o.type == "ARMATURE" and o.pose is not None]
+
+
+def remove_correctives():
+    """Remove every corrective constraint (enforcement off, unregister): the plain rigs."""
+    for obj in _corrective_objects():
+        evaluated.remove_all(obj)
+    _state["correctives"] = False
+
+
 @contextlib.contextmanager
 def suspended():
-    """Pause live enforcement (bake and report evaluate the unlimited pose)."""
+    """Pause live enforcement (bake and report evaluate the unlimited pose): correctives go to
+    influence 0 until the next update after it."""
+    if _state["correctives"]:
+        for obj in _corrective_objects():
+            evaluated.neutralize(obj)
     _state["suspended"] += 1
     try:
         yield
@@ -139,6 +159,7 @@ def suspended():
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
     limited = []
+    in_ik = evaluated.ik_chain_bones(obj)
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if settings.enabled and settings.has_limit:
@@ -147,6 +168,7 @@ def _compile(obj, bone_names):
             limited.append((row, pose_bone, settings, identity))
     prefetch_limits(pb for _, pb, _, identity in limited if ("bone",) + identity not in reuse.previous)
     by_key = {}
+    by_key_corrected = {}
     for row, pose_bone, settings, identity in limited:
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
@@ -154,10 +176,15 @@ def _compile(obj, bone_names):
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
             report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})")
             continue
-        by_key.setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
+        corrected = pose_bone.name not in in_ik and evaluated.driven(pose_bone) and evaluated.ensure(obj, pose_bone) is not None
+        (by_key_corrected if corrected else by_key).setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
+    corrected = [group for members in by_key_corrected.values() for group in _groups(members, reuse)]
+    keep = {name for group in corrected for name in group.names}
+    evaluated.remove_all(obj, keep)  # bones no longer limited, or no longer driven
+    _state["correctives"] |= bool(keep)
     _reuse[obj.as_pointer()] = reuse.used
-    return _CompiledRig(bone_names, groups)
+    return _CompiledRig(bone_names, groups, evaluated.Corrected(obj, corrected) if corrected else None)
 
 
 def compiled(obj):
@@ -200,11 +227,29 @@ def _project_group(obj, group, arrays):
     return moved, limited
 
 
-def enforce_object(obj):
-    """Project every enabled limited bone of ``obj``; returns how many bones were moved."""
+def enforce_object(obj, depsgraph=None):
+    """Project every enabled limited bone of ``obj``; returns how many bones were moved.
+    Constraint-driven bones are corrected on ``depsgraph``'s evaluated pose (the active one by
+    default)."""
     rig = compiled(obj)
-    if not rig.groups:
-        return 0
+    moved = _enforce_basis(obj, rig) if rig.groups else 0
+    if rig.corrected is not None:
+        if depsgraph is None:
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+        if moved:
+            depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
+        moved += _correct(obj, rig, depsgraph)
+    return moved
+
+
+def _correct(obj, rig, depsgraph):
+    def project(group, rotations):
+        return _project_group(obj, group, rotations)
+
+    return evaluated.correct(obj, depsgraph, rig.corrected, project)
+
+
+def _enforce_basis(obj, rig):
     arrays = PoseArrays(obj.pose.bones)
     key = arrays.key()
     hit = rig.memo.get(key)
@@ -293,7 +338,7 @@ def _armatures(scene):
     return [objects[name] for name in _state["armatures"]]
 
 
-def enforce_scene(scene):
+def enforce_scene(scene, depsgraph=None):
     """Limit every armature of ``scene``; never raises. Returns the number of bones moved."""
     if _state["busy"] or _state["suspended"]:
         return 0
@@ -307,7 +352,7 @@ def enforce_scene(scene):
             if obj.pose is None:
                 continue
             try:
-                moved += enforce_object(obj)
+                moved += enforce_object(obj, depsgraph)
             except Exception as err:  # noqa: BLE001 - never raise into Blender
                 report_once((obj.name, None, "object"), f"{obj.name}: enforcement failed ({type(err).__name__}: {err})")
     except Exception as err:  # noqa: BLE001
@@ -321,7 +366,7 @@ def enforce_scene(scene):
 def on_frame_change_post(scene, depsgraph=None):
     try:
         if scene.joint_limits.enforce_live:
-            enforce_scene(scene)
+            enforce_scene(scene, depsgraph)
     except Exception as err:  # noqa: BLE001
         report_once((None, None, "frame"), f"frame handler failed ({err})")
 
@@ -336,7 +381,7 @@ def on_depsgraph_update_post(scene, depsgraph=None):
             isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in depsgraph.updates
         ):
             return
-        enforce_scene(scene)
+        enforce_scene(scene, depsgraph)
     except Exception as err:  # noqa: BLE001
         report_once((None, None, "depsgraph"), f"update handler failed ({err})")
 
@@ -361,4 +406,5 @@ def register():
 
 def unregister():
     uninstall(HANDLERS, __name__)
+    remove_correctives()
     reset()

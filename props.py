@@ -132,7 +132,8 @@ class JointLimitsSceneSettings(bpy.types.PropertyGroup):
     enforce_live: BoolProperty(
         name="Live Enforcement",
         description="Project limited bones into their limits on every frame change and edit",
-        default=False,  # no update: compiled limits stay valid while it is off (a big rig takes seconds to compile)
+        default=False,  # compiled limits stay valid while it is off (a big rig takes seconds to compile)
+        update=lambda settings, _context: settings.enforce_live or enforcement.remove_correctives(),
     )
     display_scale: FloatProperty(name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0)
 

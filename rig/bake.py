@@ -93,14 +93,17 @@ def redundant_constraints(obj, baked_bones):
     """``[(pose bone, constraint)]`` whose effect keys of ``baked_bones`` (names) already hold: the
     live constraints (not muted, and valid: one without a target did nothing to bake) of baked
     bones that move no bone outside them. The armature object's own constraints are not in the
-    keys (they are relative to the armature) and never listed."""
+    keys (they are relative to the armature) and never listed, nor are live enforcement's
+    correctives (:mod:`.evaluated`), which enforcement manages itself."""
+    from .evaluated import is_corrective
+
     baked_bones = set(baked_bones)
     return [
         (pb, con)
         for pb in obj.pose.bones
         if pb.name in baked_bones
         for con in pb.constraints
-        if not con.mute and con.is_valid and moved_bones(pb, con) <= baked_bones
+        if not con.mute and con.is_valid and not is_corrective(con) and moved_bones(pb, con) <= baked_bones
     ]
 
 
