@@ -4,13 +4,12 @@
 ``frame_change_post`` limits the pose after animation was evaluated for a frame, and a guarded
 ``depsgraph_update_post`` limits interactive posing. A limited bone that a live constraint
 drives (not IK) is limited on its evaluated pose instead, by a corrective constraint at the end
-of its stack (:mod:`.rig.evaluated`); its basis is never written. Each armature's limits are compiled once
+of its stack (:mod:`.rig.corrective`); its basis is never written. Each armature's limits are compiled once
 (until a setting changes, undo, a file load, or an edit of the bones) into groups of same-kind
 models stacked along a bone axis, so a frame costs a few foreach_get/foreach_set calls and one
 numpy projection per model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
 """
 
-import contextlib
 
 import bpy
 import numpy as np
@@ -18,7 +17,7 @@ from bpy.app.handlers import persistent
 
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
-from .rig import evaluated
+from .rig import corrective
 from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
@@ -33,7 +32,7 @@ LOOK_AHEAD_FRAMES = 1500
 _cache = {}
 _reported = set()
 _messages = []
-_state = {"busy": False, "suspended": 0, "scene_objects": -1, "armatures": (), "correctives": False}
+_state = {"busy": False, "scene_objects": -1, "armatures": ()}
 #: rigs seen in Edit Mode since they were compiled (object pointers)
 _edited = set()
 
@@ -92,7 +91,7 @@ class _CompiledRig:
         #: ``obj.pose.bones.keys()`` when compiled: rows are indices into this order
         self.bone_names = bone_names
         self.groups = groups
-        #: constraint-driven bones, limited through correctives (:class:`.rig.evaluated.Corrected`)
+        #: constraint-driven bones, limited through correctives (:class:`.rig.corrective.Corrected`)
         self.corrected = corrected
         #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
         #: function of the pose, so looping playback and scrubbing replay it for free.
@@ -131,35 +130,10 @@ def report_once(key, text):
     print(f"Joint Limits: {text}")
 
 
-def _corrective_objects():
-    return [o for o in bpy.data.objects if o.type == "ARMATURE" and o.pose is not None]
-
-
-def remove_correctives():
-    """Remove every corrective constraint (enforcement off, unregister): the plain rigs."""
-    for obj in _corrective_objects():
-        evaluated.remove_all(obj)
-    _state["correctives"] = False
-
-
-@contextlib.contextmanager
-def suspended():
-    """Pause live enforcement (bake and report evaluate the unlimited pose): correctives go to
-    influence 0 until the next update after it."""
-    if _state["correctives"]:
-        for obj in _corrective_objects():
-            evaluated.neutralize(obj)
-    _state["suspended"] += 1
-    try:
-        yield
-    finally:
-        _state["suspended"] -= 1
-
-
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
     limited = []
-    in_ik = evaluated.ik_chain_bones(obj)
+    in_ik = corrective.ik_chain_bones(obj)
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if settings.enabled and settings.has_limit:
@@ -176,15 +150,16 @@ def _compile(obj, bone_names):
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
             report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})")
             continue
-        corrected = pose_bone.name not in in_ik and evaluated.driven(pose_bone) and evaluated.ensure(obj, pose_bone) is not None
+        corrected = pose_bone.name not in in_ik and corrective.driven(pose_bone) and corrective.ensure(obj, pose_bone) is not None
         (by_key_corrected if corrected else by_key).setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
     corrected = [group for members in by_key_corrected.values() for group in _groups(members, reuse)]
     keep = {name for group in corrected for name in group.names}
-    evaluated.remove_all(obj, keep)  # bones no longer limited, or no longer driven
-    _state["correctives"] |= bool(keep)
+    corrective.remove_all(obj, keep)  # bones no longer limited, or no longer driven
+    if keep:
+        corrective.mark_added()
     _reuse[obj.as_pointer()] = reuse.used
-    return _CompiledRig(bone_names, groups, evaluated.Corrected(obj, corrected) if corrected else None)
+    return _CompiledRig(bone_names, groups, corrective.Corrected(obj, corrected) if corrected else None)
 
 
 def compiled(obj):
@@ -246,7 +221,7 @@ def _correct(obj, rig, depsgraph):
     def project(group, rotations):
         return _project_group(obj, group, rotations)
 
-    return evaluated.correct(obj, depsgraph, rig.corrected, project)
+    return corrective.correct(obj, depsgraph, rig.corrected, project)
 
 
 def _enforce_basis(obj, rig):
@@ -340,7 +315,7 @@ def _armatures(scene):
 
 def enforce_scene(scene, depsgraph=None):
     """Limit every armature of ``scene``; never raises. Returns the number of bones moved."""
-    if _state["busy"] or _state["suspended"]:
+    if _state["busy"] or corrective.paused():
         return 0
     _state["busy"] = True
     moved = 0
@@ -406,5 +381,5 @@ def register():
 
 def unregister():
     uninstall(HANDLERS, __name__)
-    remove_correctives()
+    corrective.remove_everywhere()
     reset()

@@ -17,7 +17,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, Po
 
 from . import enforcement
 from .limits.model import model_kinds
-from .rig import datastore
+from .rig import corrective, datastore
 
 MODEL_ITEMS = model_kinds()
 
@@ -133,7 +133,7 @@ class JointLimitsSceneSettings(bpy.types.PropertyGroup):
         name="Live Enforcement",
         description="Project limited bones into their limits on every frame change and edit",
         default=False,  # compiled limits stay valid while it is off (a big rig takes seconds to compile)
-        update=lambda settings, _context: settings.enforce_live or enforcement.remove_correctives(),
+        update=lambda settings, _context: settings.enforce_live or corrective.remove_everywhere(),
     )
     display_scale: FloatProperty(name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0)
 

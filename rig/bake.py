@@ -94,8 +94,8 @@ def redundant_constraints(obj, baked_bones):
     live constraints (not muted, and valid: one without a target did nothing to bake) of baked
     bones that move no bone outside them. The armature object's own constraints are not in the
     keys (they are relative to the armature) and never listed, nor are live enforcement's
-    correctives (:mod:`.evaluated`), which enforcement manages itself."""
-    from .evaluated import is_corrective
+    correctives (:mod:`.corrective`), which enforcement manages itself."""
+    from .corrective import is_corrective
 
     baked_bones = set(baked_bones)
     return [

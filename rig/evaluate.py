@@ -56,7 +56,7 @@ def decompose(matrices):
 def evaluated_local_transforms(obj, scene, frames, progress=None):
     """Local ``(loc (F, n, 3), rot (F, n, 4), scale (F, n, 3))`` of ``obj``'s evaluated pose at
     each of ``frames`` (``scene.frame_set`` per frame). Restores the current frame."""
-    from ..enforcement import suspended
+    from .corrective import suspended  # (corrective imports bake, which imports this module)
 
     rest = rest_matrices(obj)
     parents = bone_parents(obj)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Limits on the evaluated pose of constraint-driven bones (rig/evaluated.py): the corrective
+"""Limits on the evaluated pose of constraint-driven bones (rig/corrective.py): the corrective
 constraint at the end of the bone's stack, on real Blender."""
 
 import math

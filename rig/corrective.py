@@ -20,8 +20,14 @@ Blender's own second pass after the handler.
 
 IK and Spline IK chains are left alone: their solver runs after every chain bone's constraints,
 so a corrective on a chain bone only changes where the solve starts (measured, see README).
+
+Bake, report and sampling with constraints evaluate the unlimited pose: :func:`suspended`
+pauses live enforcement and sets the correctives to influence 0 meanwhile.
 """
 
+import contextlib
+
+import bpy
 import numpy as np
 
 from ..limits.quaternion import euler_from_quaternion, quaternion_conjugate, quaternion_from_euler, quaternion_multiply
@@ -35,6 +41,45 @@ ORDER = "XYZ"
 TOLERANCE = 1e-6
 
 _AXES = ("x", "y", "z")
+
+
+#: Live enforcement's pause (a count of :func:`suspended` blocks) and whether a corrective was
+#: added since they were last all removed.
+_state = {"paused": 0, "added": False}
+
+
+def _armatures():
+    return [o for o in bpy.data.objects if o.type == "ARMATURE" and o.pose is not None]
+
+
+def mark_added():
+    _state["added"] = True
+
+
+def remove_everywhere():
+    """Remove every corrective constraint (enforcement off, unregister): the plain rigs."""
+    for obj in _armatures():
+        remove_all(obj)
+    _state["added"] = False
+
+
+def paused():
+    """Whether live enforcement is paused (:func:`suspended`)."""
+    return _state["paused"] > 0
+
+
+@contextlib.contextmanager
+def suspended():
+    """Pause live enforcement while the unlimited pose is evaluated (bake, report, sampling with
+    constraints): correctives go to influence 0 until the next update after it."""
+    if _state["added"]:
+        for obj in _armatures():
+            neutralize(obj)
+    _state["paused"] += 1
+    try:
+        yield
+    finally:
+        _state["paused"] -= 1
 
 
 def is_corrective(constraint):
