@@ -366,12 +366,37 @@ def on_file_or_undo(*_args):
     invalidate()
 
 
+@persistent
+def on_save_pre(*_args):
+    """Saved correctives stand at influence 0: opened without the add-on, a saved correction
+    would pin a bone to the fix of the frame it was saved on."""
+    try:
+        corrective.neutralize_everywhere()
+    except Exception as err:  # noqa: BLE001 - never raise into Blender
+        report_once((None, None, "save"), f"could not reset the correctives before saving ({err})")
+
+
+@persistent
+def on_save_post(*_args):
+    """Limit the pose again after the save (:func:`on_save_pre` reset the correctives)."""
+    try:
+        scene = bpy.context.scene
+        if scene is not None and scene.joint_limits.enforce_live:
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            depsgraph.update()  # the pose with the correctives at 0, as they now are
+            enforce_scene(scene, depsgraph)
+    except Exception as err:  # noqa: BLE001
+        report_once((None, None, "save"), f"could not limit the pose again after saving ({err})")
+
+
 HANDLERS = (
     (bpy.app.handlers.frame_change_post, on_frame_change_post),
     (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update_post),
     (bpy.app.handlers.load_post, on_file_or_undo),
     (bpy.app.handlers.undo_post, on_file_or_undo),
     (bpy.app.handlers.redo_post, on_file_or_undo),
+    (bpy.app.handlers.save_pre, on_save_pre),
+    (bpy.app.handlers.save_post, on_save_post),
 )
 
 

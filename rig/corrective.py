@@ -56,6 +56,13 @@ def mark_added():
     _state["added"] = True
 
 
+def neutralize_everywhere():
+    """:func:`neutralize` every armature (before a save)."""
+    if _state["added"]:
+        for obj in _armatures():
+            neutralize(obj)
+
+
 def remove_everywhere():
     """Remove every corrective constraint (enforcement off, unregister): the plain rigs."""
     for obj in _armatures():
@@ -72,9 +79,7 @@ def paused():
 def suspended():
     """Pause live enforcement while the unlimited pose is evaluated (bake, report, sampling with
     constraints): correctives go to influence 0 until the next update after it."""
-    if _state["added"]:
-        for obj in _armatures():
-            neutralize(obj)
+    neutralize_everywhere()
     _state["paused"] += 1
     try:
         yield

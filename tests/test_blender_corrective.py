@@ -138,3 +138,25 @@ def test_unconstrained_bones_keep_the_basis_path(clean_file, addon):
     bpy.context.scene.frame_set(1)
     assert addon.rig.storage.read_limit(pb).violation(np.array(pb.rotation_quaternion)) < 1e-4
     assert len(pb.constraints) == 0
+
+
+def test_a_file_saved_with_enforcement_on_holds_no_frozen_correction(clean_file, addon, tmp_path):
+    """Opened without the add-on, a saved correction would pin the bone to one frame's fix: the
+    saved correctives stand at influence 0, and the session's pose is limited again after the
+    save."""
+    obj, pb, _, limit = _copy_rotation_rig(addon)
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    assert pb.constraints["Joint Limit"].influence == 1.0, "correcting on frame 1"
+    path = str(tmp_path / "saved.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)  # (a copy: the current file can be read back)
+    assert pb.constraints["Joint Limit"].influence == 1.0, "the session goes on limited"
+    assert limit.violation(evaluated_local_rotation(obj, "lower")) < HALF_DEGREE
+    with bpy.data.libraries.load(path) as (data_from, data_to):
+        data_to.objects = [obj.name]
+    saved = data_to.objects[0]
+    assert saved.pose is None or saved.pose.bones["lower"].constraints["Joint Limit"].influence == 0.0
+    if saved.pose is None:  # (an appended armature gets its pose on evaluation)
+        bpy.context.scene.collection.objects.link(saved)
+        bpy.context.view_layer.update()
+        assert saved.pose.bones["lower"].constraints["Joint Limit"].influence == 0.0
