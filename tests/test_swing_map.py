@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The demo's sphere pictures without drawing them: the equal-area disc of swing directions
-(limits/swing_map.py) and a limit sampled on it. Pure numpy, no bpy."""
+(limits/swing_map.py) and a limit sampled on it; and that only the demo's picture code imports
+matplotlib, inside its functions. Pure numpy, no bpy."""
+
+import ast
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from limits import swing_map as smap
 from limits.joint import JointLimit
 from limits.quaternion import quaternion_from_exp_map, quaternion_multiply
 
+ROOT = Path(__file__).resolve().parent.parent
 RNG = np.random.default_rng(5)
 
 
@@ -66,3 +71,25 @@ def test_sampled_map_and_extent(cone_limit):
     # the allowed swings reach about 0.5 rad (+ padding) from rest: 2 sin(0.6 / 2) ~ 0.59 on the disc
     extent = smap.allowed_extent(cone_limit)
     assert 0.45 < extent < 0.85, extent
+
+
+def test_only_the_demo_pictures_import_matplotlib_and_only_inside_functions():
+    """The extension's runtime needs bpy, mathutils and numpy only: matplotlib is a development
+    dependency of the demo's pictures (requirements-dev.txt), imported lazily there."""
+    skip = {"tests", "tools", "bench", ".venv", ".venv-blender42"}
+    importers = {}
+    for path in ROOT.rglob("*.py"):
+        if skip & set(path.relative_to(ROOT).parts):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n.split(".")[0] == "matplotlib" for n in names):
+                importers.setdefault(str(path.relative_to(ROOT)), []).append("top level" if id(node) in top_level else "function")
+    assert set(importers) == {"demo/pictures.py"}, importers
+    assert set(importers["demo/pictures.py"]) == {"function"}
