@@ -82,11 +82,14 @@ for every forbidden texel a table (built with the grid) holds the nearest allowe
 from the nearest allowed texel (:func:`.nearest_boundary.nearest_allowed_texels`) by searching
 the great arc towards the texel for the region's edge; a query blends the entries of its four
 texels bilinearly and searches the arc from that blend towards itself for the edge (regula
-falsi, :data:`SEARCH_STEPS` steps), so relocated directions move continuously with the query,
-without texel steps, and always land inside. The reach is then clamped along the new
-direction from the query's projection on it (the nearest point of that ray). So "nearest" is
-nearest in direction first, then along the ray; the two agree when the reach bounds vary
-slowly. Relocation is idempotent: its results are allowed, and allowed ends do not move.
+falsi, :data:`SEARCH_STEPS` steps), then slides along the edge to its foot (the edge's normal
+from differences of ``F``) and searches across the edge again. Results always land inside and
+follow the query without the plateaus and texel-sized steps of a per-texel table (the tests:
+0.3 degrees outside the edge, 99 % of steps within 5x the query's, none above a texel); where the
+edge is wavy the nearest point itself jumps between bumps, as any nearest-point map must. The
+reach is then clamped along the new direction from the query's projection on it (the nearest
+point of that ray). So "nearest" is nearest in direction first, then along the ray; the two
+agree when the reach bounds vary slowly. Relocation is idempotent: its results are allowed, and allowed ends do not move.
 
 Beyond the seed: circular swivel intervals; smooth, seam-free interpolation between samples
 (the seed reads its samples' values directly); a non-convex hull at sub-sample precision
@@ -94,6 +97,16 @@ Beyond the seed: circular swivel intervals; smooth, seam-free interpolation betw
 directions without data relocate to the nearest allowed direction; half-precision tables
 (the seed's 400 samples took 3.1 kB, here at most 4.8 kB with a field the seed did not store,
 typically 2-3 kB); constant-time queries, vectorized.
+
+Costs (2-core test machine; the generated arm of ``tests/test_limb_rom.py``, 30 000 poses):
+fit 2.9 s, lookup built on first query 1.6 s, 169 of 400 samples kept, 2.2 kB (2.8 kB as JSON).
+Per million ends: ``contains`` 1.2 s, ``swivel_range`` 1.0 s, ``relocate`` 1.4 s when almost all
+are allowed and 14 s when 90 % are not (each forbidden end runs about 30 lookups of ``F``).
+
+The hull follows the data to about 4-5 degrees on average but wobbles with the sample spacing
+(its edge sits 0 to 7 degrees outside the data): ``F`` interpolates an unsigned distance, whose
+kink at the data's edge the kernel average smooths unevenly. A signed distance (from a fine
+raster of the examples) interpolated by local linear fits would give a smoother, tighter edge.
 """
 
 import json
