@@ -104,7 +104,9 @@ class Chain:
         parent_rotation = as_quaternions(self.parent_rotation, "parent_rotation")
         parent_position = as_vectors(self.parent_position, "parent_position")
         if parent_rotation.shape != (4,) or parent_position.shape != (3,):
-            raise ValueError(f"parent_rotation must be (4,) and parent_position (3,), got {parent_rotation.shape} and {parent_position.shape}")
+            raise ValueError(
+                f"parent_rotation must be (4,) and parent_position (3,), got {parent_rotation.shape} and {parent_position.shape}"
+            )
         object.__setattr__(self, "rest_rotations", rest)
         object.__setattr__(self, "heads", heads)
         object.__setattr__(self, "lengths", lengths)
@@ -202,7 +204,9 @@ def chain_positions(chain, local_rotations):
 def _check_local(chain, local_rotations):
     local = as_quaternions(local_rotations, "local_rotations")
     if local.ndim < 2 or local.shape[-2] != len(chain):
-        raise ValueError(f"local_rotations must have shape (..., {len(chain)}, 4) for a {len(chain)}-bone chain, got {local.shape}")
+        raise ValueError(
+            f"local_rotations must have shape (..., {len(chain)}, 4) for a {len(chain)}-bone chain, got {local.shape}"
+        )
     return quaternion_normalize(local)
 
 
@@ -445,7 +449,9 @@ def _distance(chain, local, target):
 def _result(chain, local, target, shape):
     tip = chain_positions(chain, local)[:, -1]
     n = len(chain)
-    return IKResult(local.reshape(shape + (n, 4)), tip.reshape(shape + (3,)), np.linalg.norm(tip - target, axis=-1).reshape(shape))
+    return IKResult(
+        local.reshape(shape + (n, 4)), tip.reshape(shape + (3,)), np.linalg.norm(tip - target, axis=-1).reshape(shape)
+    )
 
 
 # -- two-bone solve ---------------------------------------------------------------------------
@@ -475,10 +481,17 @@ class _TwoBone:
         mid = quaternion_rotate(start[:, 1], BONE_AXIS)  # mid direction, mid's rest frame
         offset_mid = quaternion_rotate(quaternion_conjugate(self.rest_mid), self.offset)
         if hinge_axis is None:
-            fallback = _unit(np.array([1.0, 0.0, 0.0]) - offset_mid * _dot(offset_mid, np.array([1.0, 0.0, 0.0])) / max(_dot(offset_mid, offset_mid), 1e-300))
+            fallback = _unit(
+                np.array([1.0, 0.0, 0.0])
+                - offset_mid * _dot(offset_mid, np.array([1.0, 0.0, 0.0])) / max(_dot(offset_mid, offset_mid), 1e-300)
+            )
             fallback = np.array([0.0, 0.0, 1.0]) if np.linalg.norm(fallback) < 0.5 else fallback
             hinge = _unit(np.cross(offset_mid, mid), fallback)
-            hinge = np.where((np.linalg.norm(np.cross(offset_mid, mid), axis=-1) <= 1e-6 * np.linalg.norm(offset_mid))[:, None], fallback, hinge)
+            hinge = np.where(
+                (np.linalg.norm(np.cross(offset_mid, mid), axis=-1) <= 1e-6 * np.linalg.norm(offset_mid))[:, None],
+                fallback,
+                hinge,
+            )
         else:
             hinge = np.broadcast_to(_unit(as_vectors(hinge_axis, "hinge_axis")), mid.shape)
         self.hinge = hinge
@@ -527,7 +540,9 @@ class _TwoBone:
         return _contains(self.limits[0], local[..., 0, :]) & _contains(self.limits[1], local[..., 1, :])
 
 
-def solve_two_bone(chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, hinge_axis=None, polish_sweeps=POLISH_SWEEPS):
+def solve_two_bone(
+    chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, hinge_axis=None, polish_sweeps=POLISH_SWEEPS
+):
     """Reach ``target`` with a two-bone chain (upper limb, lower limb): analytic, then limited.
 
     Parameters
@@ -577,7 +592,9 @@ def solve_two_bone(chain, target, pole=None, pole_angle=0.0, limits=None, initia
     shape = target.shape[:-1]
     flat_target = check_finite(target.reshape(-1, 3), "target")
     start = _initial_pose(chain, initial, shape, [None, None])
-    flat_pole = None if pole is None else np.broadcast_to(check_finite(as_vectors(pole, "pole"), "pole"), target.shape).reshape(-1, 3)
+    flat_pole = (
+        None if pole is None else np.broadcast_to(check_finite(as_vectors(pole, "pole"), "pole"), target.shape).reshape(-1, 3)
+    )
     solve = _TwoBone(chain, flat_target, start, hinge_axis, flat_pole, pole_angle, limits)
     rows = np.arange(len(flat_target))
 
