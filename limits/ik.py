@@ -30,6 +30,7 @@ after Tolani, Goswami and Badler 2000, then a swivel / reach search under the li
 solvers take targets ``(..., 3)`` and solve them all at once.
 """
 
+import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -640,7 +641,7 @@ def _search_reach(solve, rows, target, sweeps, keep=8):
     """Step 3 of :func:`solve_two_bone` for ``rows``: the ``keep`` allowed poses of
     :func:`_reach_table` whose tips lie nearest each target, and the analytic pose projected
     into the limits, polished by projected CCD; the closest of those."""
-    table, tips = _reach_table(solve.chain, solve.limits)
+    table, tips = _reach_table(solve.chain, tuple(solve.limits))
     analytic = solve.pose(rows, solve.bend(rows, 1.0)[:, None], 0.0, project=True)
     candidates = np.concatenate((analytic, _nearest(table, tips, target, keep)), axis=1)
     count = candidates.shape[1]
@@ -679,10 +680,15 @@ def _distinct(q, decimals=3):
     return q[np.sort(index)]
 
 
+@functools.lru_cache(maxsize=16)
 def _reach_table(chain, limits, steps=REACH_TABLE_STEPS):
     """Allowed two-bone poses ``(M, 2, 4)`` and their tips ``(M, 3)``: every pair of a joint's
     cover (:func:`_cover` at ``steps``) projected into its limit (interior points stay, the
-    rest land on the boundary, where the closest allowed tips usually are)."""
+    rest land on the boundary, where the closest allowed tips usually are). Cached per
+    (chain, limits) objects (by identity; 16 kept), so a handler solving frame after frame
+    with the same objects builds it once; treat them as immutable."""
     root, mid = (_distinct(_project(limit, _cover(step))) for limit, step in zip(limits, steps))
     local = np.stack(np.broadcast_arrays(root[:, None], mid[None]), axis=-2).reshape(-1, 2, 4)
-    return local, chain_positions(chain, local)[:, -1]
+    tips = chain_positions(chain, local)[:, -1]
+    local.flags.writeable = tips.flags.writeable = False
+    return local, tips
