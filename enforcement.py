@@ -22,7 +22,7 @@ from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
-from .rig.storage import prefetch_limits, read_limit
+from .rig.storage import read_limit
 
 #: Poses remembered per rig (about 3 kB each for 60 bones).
 MEMO_SIZE = 4096
@@ -140,7 +140,6 @@ def _compile(obj, bone_names):
             # the stored limit (its token changes with every write, and undo restores both) as read
             identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
             limited.append((row, pose_bone, settings, identity))
-    prefetch_limits(pb for _, pb, _, identity in limited if ("bone",) + identity not in reuse.previous)
     by_key = {}
     by_key_corrected = {}
     for row, pose_bone, settings, identity in limited:

@@ -15,8 +15,6 @@ import base64
 import binascii
 import collections
 import copy
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -95,33 +93,6 @@ def forget_parsed():
     """Drop the remembered limits (for tests and benchmarks: a session that just opened a file)."""
     _parsed.clear()
     _parsed_bytes[0] = 0
-
-
-def _parsed_or_none(text):
-    try:
-        return limit_from_json(text)
-    except Exception:  # noqa: BLE001 - read_limit reads it again and says what is wrong
-        return None
-
-
-def prefetch_limits(pose_bones):
-    """Parse the stored limits of ``pose_bones`` that this session has not parsed yet, a core
-    each (inflating and numpy's array work let other threads run), so that the next
-    :func:`read_limit` of each finds it parsed. For turning enforcement on: a big rig's
-    textures take a second to parse one by one. Broken entries are left to :func:`read_limit`."""
-    todo = {}
-    for pose_bone in pose_bones:
-        settings = pose_bone.joint_limit
-        text = datastore.get(settings, "limit")
-        if text and (key := _parsed_key(settings, text)) not in _parsed:
-            todo[key] = text
-    if len(todo) < 2:
-        return
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        parsed = list(pool.map(_parsed_or_none, todo.values()))
-    for key, limit in zip(todo, parsed):
-        if limit is not None:
-            _remember(key, limit)
 
 
 def read_limit(pose_bone):
