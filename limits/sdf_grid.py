@@ -51,8 +51,8 @@ from .model import LimitModel, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
-    exp_map_into,
-    quaternion_from_exp_map_into,
+    exp_map_from_quaternion_components,
+    quaternion_from_exp_map_components,
 )
 from .sdf_build import sdf_from_rotations
 from .sdf_lookup import _finite_rows, _gather, _Geometry, _interpolate, _packed_interpolate
@@ -354,18 +354,15 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
         if self.config["space"] == "EXP_MAP":
-            p = np.empty((3, len(rows)))
-            exp_map_into(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], p.T)
-            return p
+            return np.array(exp_map_from_quaternion_components(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]))
         return np.ascontiguousarray(self._grid_points(rows, bone).T)
 
     def _quaternions(self, x, out=None):
         """Quaternions ``(R, 4)`` of points ``x (3, R)`` (into ``out`` if given)."""
         if self.config["space"] == "EXP_MAP":
-            if out is None:
-                out = np.empty((x.shape[1], 4))
-            return quaternion_from_exp_map_into(x[0], x[1], x[2], out)
-        q = quaternion_from_coordinates(x.T, self.config["space"])
+            q = np.stack(quaternion_from_exp_map_components(x[0], x[1], x[2]), axis=-1)
+        else:
+            q = quaternion_from_coordinates(x.T, self.config["space"])
         if out is not None:
             out[...] = q
         return q

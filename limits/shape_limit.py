@@ -59,7 +59,7 @@ from .quaternion import (
     exp_map_from_quaternion,
     half_angle_cos_sin,
     quaternion_from_exp_map,
-    quaternion_from_exp_map_into,
+    quaternion_from_exp_map_components,
     quaternion_multiply,
 )
 from .swing_twist import swing_twist_from_quaternion, unit_axis
@@ -341,30 +341,16 @@ def _bone_axis_swing_twist_points(q):
     twist or the swing is degenerate or tiny take the general path.
     """
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    n2 = w * w
-    n2 += y * y
-    ux = x * w
-    ux += z * y
-    uz = z * w
-    uz -= x * y
-    u = ux * ux
-    u += uz * uz
-    np.sqrt(u, out=u)
-    scale = np.arctan2(u, n2)
-    scale += scale
-    n = np.sqrt(n2)
-    n *= EPS
+    n2 = w * w + y * y
+    ux = x * w + z * y
+    uz = z * w - x * y
+    u = np.sqrt(ux * ux + uz * uz)
+    n = np.sqrt(n2) * EPS
     regular = (n > EPS * EPS) & (u > n) & (np.abs(y) > n)
-    u[~regular] = 1.0
-    scale /= u
-    swing_points = np.empty(q.shape[:-1] + (3,))
-    np.multiply(ux, scale, out=swing_points[..., 0])
-    swing_points[..., 1] = 0.0
-    np.multiply(uz, scale, out=swing_points[..., 2])
-    twist_points = np.zeros(q.shape[:-1] + (3,))
-    angle = twist_points[..., 1]
-    np.arctan2(y, w, out=angle)
-    angle += angle
+    scale = 2.0 * np.arctan2(u, n2) / np.where(regular, u, 1.0)
+    zero = np.zeros(u.shape)
+    swing_points = np.stack((ux * scale, zero, uz * scale), axis=-1)
+    twist_points = np.stack((zero, 2.0 * np.arctan2(y, w), zero), axis=-1)
     if not regular.all():
         index = np.nonzero(~regular)
         swing_points[index], twist_points[index] = _general_swing_twist_points(q[index], BONE_AXIS)
@@ -373,18 +359,10 @@ def _bone_axis_swing_twist_points(q):
 
 def _bone_axis_rotations(swing_points, twist_points):
     """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
-    twist ``(cos(a / 2), 0, sin(a / 2), 0)`` from its tangent half-angle formula."""
-    # The swing's components as contiguous rows (4, ...): the products below read them whole.
-    swing = np.moveaxis(np.empty((4,) + swing_points.shape[:-1]), 0, -1)
-    quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
+    twist ``(cos(a / 2), 0, sin(a / 2), 0)``."""
+    a, b, e, d = quaternion_from_exp_map_components(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2])
     c, s = half_angle_cos_sin(twist_points[..., 1])
-    a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
-    out = np.empty(swing_points.shape[:-1] + (4,))
-    np.subtract(a * c, e * s, out=out[..., 0])
-    np.subtract(b * c, d * s, out=out[..., 1])
-    np.add(a * s, e * c, out=out[..., 2])
-    np.add(b * s, d * c, out=out[..., 3])
-    return out
+    return np.stack((a * c - e * s, b * c - d * s, a * s + e * c, b * s + d * c), axis=-1)
 
 
 # -- the base class ------------------------------------------------------------------------------
@@ -454,30 +432,15 @@ class ShapeLimit(MovedProjection, LimitModel):
         # Shapes lying well inside their ball skip ``_keep_in_ball`` (its test costs about as
         # much as a box's projection); the bound is worth computing for large inputs only.
         in_ball = self._in_ball(shapes) if size >= IN_BALL_ROWS else None
-        unbatched = self._unbatched()
-        lean = self._lean_projection(shapes, min(size, CHUNK_ROWS)) if unbatched and in_ball is not None and all(in_ball) else None
-        if (size > CHUNK_ROWS or lean is not None) and unbatched:
+        if size > CHUNK_ROWS and self._unbatched():
             flat = q.reshape(-1, 4)
             out = np.empty(flat.shape)
             moved = np.empty(len(flat), dtype=bool)
             for start in range(0, size, CHUNK_ROWS):
                 stop = min(start + CHUNK_ROWS, size)
-                chunk = flat[start:stop]
-                if lean is None or not lean(chunk, out[start:stop], moved[start:stop]):
-                    out[start:stop], moved[start:stop] = self._project_rows(chunk, shapes, in_ball)
+                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes, in_ball)
             return out.reshape(q.shape), moved.reshape(q.shape[:-1])
         return self._project_rows(q, shapes, in_ball)
-
-    def _lean_projection(self, shapes, rows):
-        """A dedicated projection of batches of up to ``rows`` rows, or None (the generic path).
-
-        Called for unbatched models whose shapes lie in their balls, on inputs of at least
-        :data:`IN_BALL_ROWS` rows; returns ``project(rows (n, 4), out (n, 4), moved (n,)) ->
-        bool`` that fills ``out`` and ``moved`` exactly as :meth:`_project_rows` would and
-        returns True, or returns False (leaving them to the generic path) for rows it does not
-        handle.
-        """
-        return None
 
     def _radii(self):
         """The radius of the ball holding each shape's points: an exp map's norm is below 2 pi,
