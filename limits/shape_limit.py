@@ -51,11 +51,11 @@ one shape's parameters (possibly with leading axes that broadcast against the po
 
 import numpy as np
 
-from .constants import BONE_AXIS, EPS, IDENTITY_QUATERNION
+from .checks import check_cloud, check_padding, finite_rows
+from .constants import BONE_AXIS, CHUNK_ROWS, CONTAINS_TOLERANCE, EPS, IDENTITY_QUATERNION
 from .model import LimitModel, MovedProjection
 from .quaternion import (
     as_quaternions,
-    check_finite,
     exp_map_from_quaternion,
     half_angle_cos_sin,
     quaternion_from_exp_map,
@@ -67,17 +67,6 @@ from .swing_twist import swing_twist_from_quaternion, unit_axis
 #: The two ways a shape model reads a rotation.
 MODES = ("FULL", "SWING_TWIST")
 
-#: Smallest padding (radians) used when fitting: keeps every shape full-dimensional, even
-#: around a single rotation or rotations about one axis.
-MIN_PADDING = 1e-3
-
-#: Default tolerance (radians, in the shape's space) of :meth:`ShapeLimit.contains`, so that
-#: projected rotations count as inside despite rounding.
-CONTAINS_TOLERANCE = 1e-9
-
-#: Rows per batch of a large projection: a batch's per-row temporaries stay in the CPU cache.
-CHUNK_ROWS = 16384
-
 #: Projections of at least this many rows first check whether each shape lies inside its ball
 #: (see :func:`_keep_in_ball`), to skip that step.
 IN_BALL_ROWS = 1024
@@ -87,18 +76,6 @@ BALL_MARGIN = 1e-9
 
 
 # -- small shared helpers -----------------------------------------------------------------------
-def finite_rows(q):
-    """``(...,)`` bool: every component of the last axis of ``q`` is finite.
-
-    Written out per component: much faster than ``np.isfinite(q).all(axis=-1)`` for short rows.
-    """
-    finite = np.isfinite(q)
-    out = finite[..., 0]
-    for i in range(1, q.shape[-1]):
-        out = out & finite[..., i]
-    return out
-
-
 def rows_differ(a, b):
     """``(...,)`` bool: the 3-vectors ``a`` and ``b`` differ in some component."""
     if a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
@@ -135,26 +112,6 @@ def select_rows(mask, a, b):
         index = np.nonzero(patch)
         out[index] = np.broadcast_to(minor, shape)[index]
     return out
-
-
-def check_cloud(rotations):
-    """The rotation cloud as a finite ``(N, 4)`` array with ``N >= 1``; ``ValueError`` otherwise."""
-    q = as_quaternions(rotations, "rotation cloud")
-    if q.ndim != 2 or len(q) == 0:
-        raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
-    check_finite(q, "rotation cloud")
-    return q
-
-
-def check_padding(padding):
-    """``padding`` as a float of at least :data:`MIN_PADDING` radians."""
-    try:
-        padding = float(padding)
-    except (TypeError, ValueError):
-        raise ValueError(f"padding must be a number of radians, got {padding!r}") from None
-    if not np.isfinite(padding) or padding < 0:
-        raise ValueError(f"padding must be a finite, non-negative number of radians, got {padding!r}")
-    return max(padding, MIN_PADDING)
 
 
 def check_rotation_matrices(rotation, name="rotation"):
@@ -393,7 +350,7 @@ class ShapeLimit(MovedProjection, LimitModel):
             Unit quaternions ``(w, x, y, z)``, cover already chosen (e.g. unrolled).
         mode : {"FULL", "SWING_TWIST"}
         padding : float
-            Radians added around the data on every side (at least :data:`MIN_PADDING`).
+            Radians added around the data on every side (at least :data:`.constants.MIN_PADDING`).
         twist_axis : (3,) array
             Axis of the swing-twist split, in the bone's frame (normalized here).
         """
