@@ -289,8 +289,9 @@ def _general_swing_twist_points(q, axis):
     return swing_points, twist_points
 
 
-def _bone_axis_swing_twist_points(q):
-    """:meth:`ShapeLimit._swing_twist_points` for the +Y axis, ``q (n..., 4)``, in one pass.
+def _bone_axis_split(q):
+    """Swing ``x``, ``z`` and twist angle ``(n...)`` of ``q (n..., 4)`` for the +Y axis, in one
+    pass (the swing's ``y`` and the twist's ``x``, ``z`` are zero).
 
     With twist ``(w, 0, y, 0) / n``, ``n = |(w, y)|``, the swing ``q * conj(twist)`` is
     ``(n, u_x / n, 0, u_z / n)`` with ``u = (x w + z y, z w - x y)``: its exp map is
@@ -305,21 +306,33 @@ def _bone_axis_swing_twist_points(q):
     n = np.sqrt(n2) * EPS
     regular = (n > EPS * EPS) & (u > n) & (np.abs(y) > n)
     scale = 2.0 * np.arctan2(u, n2) / np.where(regular, u, 1.0)
-    zero = np.zeros(u.shape)
-    swing_points = np.stack((ux * scale, zero, uz * scale), axis=-1)
-    twist_points = np.stack((zero, 2.0 * np.arctan2(y, w), zero), axis=-1)
+    swing_x, swing_z, angle = ux * scale, uz * scale, 2.0 * np.arctan2(y, w)
     if not regular.all():
         index = np.nonzero(~regular)
-        swing_points[index], twist_points[index] = _general_swing_twist_points(q[index], BONE_AXIS)
-    return swing_points, twist_points
+        swing_points, twist_points = _general_swing_twist_points(q[index], BONE_AXIS)
+        swing_x[index], swing_z[index], angle[index] = swing_points[..., 0], swing_points[..., 2], twist_points[..., 1]
+    return swing_x, swing_z, angle
+
+
+def _bone_axis_swing_twist_points(q):
+    """:meth:`ShapeLimit._swing_twist_points` for the +Y axis, ``q (n..., 4)`` (see
+    :func:`_bone_axis_split`)."""
+    swing_x, swing_z, angle = _bone_axis_split(q)
+    zero = np.zeros(angle.shape)
+    return np.stack((swing_x, zero, swing_z), axis=-1), np.stack((zero, angle, zero), axis=-1)
+
+
+def _bone_axis_compose(swing_x, swing_y, swing_z, angle):
+    """``swing * twist (..., 4)`` for the +Y axis, written out, from the swing's exp map
+    components and the twist angle; the twist is ``(cos(a / 2), 0, sin(a / 2), 0)``."""
+    a, b, e, d = quaternion_from_exp_map_components(swing_x, swing_y, swing_z)
+    c, s = half_angle_cos_sin(angle)
+    return np.stack((a * c - e * s, b * c - d * s, a * s + e * c, b * s + d * c), axis=-1)
 
 
 def _bone_axis_rotations(swing_points, twist_points):
-    """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
-    twist ``(cos(a / 2), 0, sin(a / 2), 0)``."""
-    a, b, e, d = quaternion_from_exp_map_components(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2])
-    c, s = half_angle_cos_sin(twist_points[..., 1])
-    return np.stack((a * c - e * s, b * c - d * s, a * s + e * c, b * s + d * c), axis=-1)
+    """:meth:`ShapeLimit._rotations` for the +Y axis (see :func:`_bone_axis_compose`)."""
+    return _bone_axis_compose(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], twist_points[..., 1])
 
 
 # -- the base class ------------------------------------------------------------------------------
