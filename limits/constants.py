@@ -9,6 +9,18 @@ EPS = 1e-9
 #: The identity rotation as a quaternion ``(w, x, y, z)``.
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
 
+#: Default tolerance of every model's ``contains`` (radians, or the units of the model's own
+#: space), so that projected rotations count as inside despite rounding.
+CONTAINS_TOLERANCE = 1e-9
+
+#: Rows per batch of a large projection or lookup: a batch's per-row temporaries stay in the
+#: CPU cache, and a batch is large enough that the per-call overhead of numpy costs little.
+CHUNK_ROWS = 16384
+
+#: Smallest padding (radians) used when fitting: keeps every shape full-dimensional, even
+#: around a single rotation or rotations about one axis.
+MIN_PADDING = 1e-3
+
 #: A Blender bone points along its local +Y axis: the default twist axis.
 BONE_AXIS = np.array([0.0, 1.0, 0.0])
 

@@ -32,14 +32,12 @@ radians), plus the twist ``axis (3,)``.
 
 import numpy as np
 
+from .constants import CHUNK_ROWS
 from .model import register_model
 from .shape_limit import ShapeLimit, check_rotation_matrices, flatten_rows, frame_keeps_y, from_local, principal_frame, to_local
 
 #: Most Newton iterations of the projection (typically 3 to 8 are run; see the module docstring).
 NEWTON_ITERATIONS = 40
-
-#: Rows per batch of the projection; each batch stops iterating once all its rows converged.
-CHUNK_ROWS = 16384
 
 _CORE_NDIMS = {"position": 1, "rotation": 2, "scales": 1}
 

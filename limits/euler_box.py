@@ -43,7 +43,8 @@ There is no SWING_TWIST mode.
 
 import numpy as np
 
-from .constants import EPS, EULER_ORDERS, IDENTITY_QUATERNION
+from .checks import check_cloud, check_padding, finite_rows
+from .constants import CONTAINS_TOLERANCE, EPS, EULER_ORDERS, IDENTITY_QUATERNION
 from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
@@ -51,7 +52,6 @@ from .quaternion import (
     quaternion_from_euler,
     quaternion_toward,
 )
-from .shape_limit import CONTAINS_TOLERANCE, check_cloud, check_padding, finite_rows
 
 TWO_PI = 2.0 * np.pi
 
@@ -107,7 +107,7 @@ def circular_ranges(angles, padding):
 
 
 # -- the fast kernel ---------------------------------------------------------------------------------
-# Rows are handled in chunks of CHUNK_ROWS with few, reused temporaries, so a chunk's working set
+# Rows are handled in chunks of KERNEL_CHUNK_ROWS with few, reused temporaries, so a chunk's working set
 # stays in the cache. The Euler angles come straight from the quaternion's (strided) components
 # for the configured order: the entries of Blender's matrix that mat3_normalized_to_eulO reads,
 # all scaled by |q|^2 / 2 (which atan2 and the gimbal-lock threshold do not mind), and three
@@ -120,9 +120,10 @@ def circular_ranges(angles, padding):
 # non-finite, tiny or huge norm, and rows near gimbal lock, go through the reference maths
 # (:meth:`EulerBoxLimit._reference_project`), the original implementation.
 
-#: Rows per batch: small enough for the cache, large enough that the ~100 numpy calls of a
-#: batch (~1 us each) cost little (16k: -3%, 64k: -5% on 1M random rotations).
-CHUNK_ROWS = 32768
+#: Rows per batch of this kernel (twice the shared :data:`.constants.CHUNK_ROWS`): small
+#: enough for the cache, large enough that the ~100 numpy calls of a batch (~1 us each) cost
+#: little (16k: -3%, 64k: -5% on 1M random rotations).
+KERNEL_CHUNK_ROWS = 32768
 
 #: Squared norms the kernel takes; others (NaN, inf, below ``EPS``, overflowing) go the
 #: reference way. A little inside ``EPS`` so the two never disagree at the border.
@@ -416,8 +417,8 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
         rows, bone, lead = self._rows(q)
         inside = np.empty(len(rows), dtype=bool)
         arcs = self._arcs(tolerance)
-        for start in range(0, len(rows), CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, len(rows))
+        for start in range(0, len(rows), KERNEL_CHUNK_ROWS):
+            stop = min(start + KERNEL_CHUNK_ROWS, len(rows))
             chunk = rows[start:stop]
             _, _, ti, tj, tk, left = _angles(chunk, arcs.axes, arcs.parity)
             a = arcs.take(bone[start:stop]) if bone is not None else arcs
@@ -433,8 +434,8 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
         out = np.empty((len(rows), 4))
         moved = np.empty(len(rows), dtype=bool)
         arcs = self._arcs(0.0)
-        for start in range(0, len(rows), CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, len(rows))
+        for start in range(0, len(rows), KERNEL_CHUNK_ROWS):
+            stop = min(start + KERNEL_CHUNK_ROWS, len(rows))
             chunk = rows[start:stop]
             safe, comps, ti, tj, tk, left = _angles(chunk, arcs.axes, arcs.parity)
             a = arcs.take(bone[start:stop]) if bone is not None else arcs

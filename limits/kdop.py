@@ -60,6 +60,7 @@ import functools
 
 import numpy as np
 
+from .constants import CHUNK_ROWS
 from .model import register_model
 from .shape_limit import (
     ShapeLimit,
@@ -125,11 +126,6 @@ FEASIBILITY_TOLERANCE = 1e-10
 
 #: Smallest depth (radians) of a valid k-DOP's interior (fitted ones have at least the padding).
 MIN_INTERIOR = 1e-7
-
-#: Rows per batch of the projection: per-call overhead against the per-row arrays staying in
-#: the CPU cache (measured best of 4096 - 32768 on the projection benchmark; the same as
-#: :data:`.shape_limit.CHUNK_ROWS`, so one batch per shape-limit batch).
-CHUNK_ROWS = 16384
 
 #: Rows per batch of the exhaustive edge scan (its temporaries hold a value per row and edge).
 _SCAN_ROWS = 1024

@@ -148,79 +148,39 @@ def quaternion_rotate(q, v):
     return v + w * t + np.cross(u, t)
 
 
-def _norm3(x, y, z, out=None, work=None):
+def _norm3(x, y, z):
     """``sqrt(x^2 + y^2 + z^2)`` from components (much faster than ``np.linalg.norm`` over a
-    short last axis); ``out`` and ``work`` are optional buffers for the result and a square."""
-    n = np.multiply(x, x, out=out)
-    n += np.multiply(y, y, out=work)
-    n += np.multiply(z, z, out=work)
-    return np.sqrt(n, out=n)
+    short last axis)."""
+    return np.sqrt(x * x + y * y + z * z)
 
 
-def exp_map_into(w, x, y, z, out, work=None):
-    """Write the exp maps of the quaternions with components ``w, x, y, z`` (equal shapes,
-    possibly strided views) into ``out (..., 3)``; see :func:`exp_map_from_quaternion`.
-
-    ``out`` may also be a sequence of three arrays (the components), and ``work`` two
-    scratch arrays shaped like ``w`` (reused buffers of a batched caller).
-    """
-    s, scale = (None, None) if work is None else work
-    s = _norm3(x, y, z, s, scale)
-    scale = np.arctan2(s, w, out=scale)
-    scale *= 2.0
-    regular = s > EPS
-    if not regular.all():  # tiny vector parts (and NaN): the limit 2 (w ~ 1)
-        s[~regular] = 1.0
-        scale[~regular] = 2.0
-    scale /= s
-    columns = (out[..., 0], out[..., 1], out[..., 2]) if isinstance(out, np.ndarray) else out
-    np.multiply(x, scale, out=columns[0])
-    np.multiply(y, scale, out=columns[1])
-    np.multiply(z, scale, out=columns[2])
-    return out
+def exp_map_from_quaternion_components(w, x, y, z):
+    """:func:`exp_map_from_quaternion` on components: the exp map ``(vx, vy, vz)`` of the
+    quaternions with components ``w, x, y, z`` (arrays of one shape)."""
+    s = _norm3(x, y, z)
+    regular = s > EPS  # tiny vector parts (and NaN): the limit 2 (w ~ 1)
+    scale = np.where(regular, 2.0 * np.arctan2(s, w) / np.where(regular, s, 1.0), 2.0)
+    return x * scale, y * scale, z * scale
 
 
-def half_angle_cos_sin(angle, cos_out=None, work=None):
-    """``(cos(angle / 2), sin(angle / 2))`` from one (vectorized, fast) tangent instead of a sine
-    and a cosine: with ``t = tan(angle / 4)``, ``(1 - t^2) / (1 + t^2)`` and ``2 t / (1 + t^2)``,
-    both accurate to a few units in the last place for every angle.
-
-    ``cos_out`` receives the cosine; ``work`` is three scratch arrays shaped like ``angle`` (for
-    ``t``, ``t^2`` and ``1 / (1 + t^2)``), of which the first returns the sine and the second the
-    cosine when ``cos_out`` is not given.
-    """
-    t, t2, inv = (None,) * 3 if work is None else work
-    t = np.multiply(angle, 0.25, out=t)
-    np.tan(t, out=t)
-    t2 = np.multiply(t, t, out=t2)
-    inv = np.add(t2, 1.0, out=inv)
-    np.divide(1.0, inv, out=inv)
-    np.subtract(1.0, t2, out=t2)
-    cos = np.multiply(t2, inv, out=t2 if cos_out is None else cos_out)
-    t *= inv
-    t += t
-    return cos, t
+def half_angle_cos_sin(angle):
+    """``(cos(angle / 2), sin(angle / 2))`` from one tangent instead of a sine and a cosine
+    (half their cost): with ``t = tan(angle / 4)``, ``(1 - t^2) / (1 + t^2)`` and
+    ``2 t / (1 + t^2)``, both accurate to a few units in the last place for every angle."""
+    t = np.tan(0.25 * angle)
+    t2 = t * t
+    inv = 1.0 / (1.0 + t2)
+    return (1.0 - t2) * inv, 2.0 * t * inv
 
 
-def quaternion_from_exp_map_into(x, y, z, out, work=None):
-    """Write the unit quaternions of the exp maps with components ``x, y, z`` into
-    ``out (..., 4)``; see :func:`quaternion_from_exp_map`. ``work``: optional four scratch
-    arrays shaped like ``x`` (reused buffers of a batched caller). The half angle's cosine and
-    sine come from :func:`half_angle_cos_sin`.
-    """
-    angle, t, t2, inv = (None,) * 4 if work is None else work
-    angle = _norm3(x, y, z, angle, t2)
-    _, t = half_angle_cos_sin(angle, out[..., 0], (t, t2, inv))  # t: sin(angle / 2)
-    regular = angle > EPS
-    if regular.all():
-        t /= angle
-    else:  # tiny angles (and NaN): the limit 1/2
-        t[regular] /= angle[regular]
-        t[~regular] = 0.5
-    np.multiply(x, t, out=out[..., 1])
-    np.multiply(y, t, out=out[..., 2])
-    np.multiply(z, t, out=out[..., 3])
-    return out
+def quaternion_from_exp_map_components(x, y, z):
+    """:func:`quaternion_from_exp_map` on components: the unit quaternions ``(w, x, y, z)`` of
+    the exp maps with components ``x, y, z`` (arrays of one shape)."""
+    angle = _norm3(x, y, z)
+    cos, sin = half_angle_cos_sin(angle)
+    regular = angle > EPS  # tiny angles (and NaN): the limit 1/2
+    scale = np.where(regular, sin / np.where(regular, angle, 1.0), 0.5)
+    return cos, x * scale, y * scale, z * scale
 
 
 def exp_map_from_quaternion(q):
@@ -230,19 +190,13 @@ def exp_map_from_quaternion(q):
     continuous.
     """
     q = as_quaternions(q)
-    rows = q if q.ndim > 1 else q[None]  # the helpers work on arrays, not scalars
-    out = np.empty(rows.shape[:-1] + (3,))
-    exp_map_into(rows[..., 0], rows[..., 1], rows[..., 2], rows[..., 3], out)
-    return out.reshape(q.shape[:-1] + (3,))
+    return np.stack(exp_map_from_quaternion_components(q[..., 0], q[..., 1], q[..., 2], q[..., 3]), axis=-1)
 
 
 def quaternion_from_exp_map(v):
     """Unit quaternions from scaled angle-axis vectors ``(..., 3)``."""
     v = as_vectors(v)
-    rows = v if v.ndim > 1 else v[None]  # the helpers work on arrays, not scalars
-    out = np.empty(rows.shape[:-1] + (4,))
-    quaternion_from_exp_map_into(rows[..., 0], rows[..., 1], rows[..., 2], out)
-    return out.reshape(v.shape[:-1] + (4,))
+    return np.stack(quaternion_from_exp_map_components(v[..., 0], v[..., 1], v[..., 2]), axis=-1)
 
 
 def quaternion_from_axis_angle(axis_angle):

@@ -13,7 +13,7 @@ projection's fast path is in :mod:`.sdf_projection`.
 Queries
 -------
 ``contains``: trilinear ``phi <= tolerance`` (eq. 5 of the paper with its epsilon folded into
-``phi``; the default tolerance :data:`CONTAINS_TOLERANCE` only absorbs rounding). Points
+``phi``; the default tolerance :data:`.constants.CONTAINS_TOLERANCE` only absorbs rounding). Points
 outside the grid box (on non-closed axes) are outside.
 
 ``project``: rotations with ``phi <= tolerance`` are returned unchanged. Others are clamped
@@ -45,26 +45,23 @@ node of every node.
 
 import numpy as np
 
-from .constants import IDENTITY_QUATERNION
+from .checks import check_padding
+from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import label_components
 from .model import LimitModel, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
-    exp_map_into,
-    quaternion_from_exp_map_into,
+    exp_map_from_quaternion_components,
+    quaternion_from_exp_map_components,
 )
 from .sdf_build import sdf_from_rotations
 from .sdf_lookup import _finite_rows, _gather, _Geometry, _interpolate, _packed_interpolate
-from .sdf_projection import CONTAINS_TOLERANCE, EXTRA_STEPS, SdfProjection
+from .sdf_projection import EXTRA_STEPS, SdfProjection
 from .sdf_space import _WRAP, SPACES, TWO_PI, _check_space, _to_window, coordinates_from_quaternion, quaternion_from_coordinates
-from .shape_limit import check_padding
 
 #: Allowed grid resolutions (nodes per axis).
 MIN_RESOLUTION, MAX_RESOLUTION = 8, 128
-
-#: Rows per batch of a large projection (keeps temporaries in the CPU cache).
-CHUNK_ROWS = 16384
 
 
 def _check_resolution(resolution):
@@ -130,7 +127,7 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
             already chosen (e.g. unrolled).
         padding : float
             Radians added to ``epsilon`` (the project-wide "room around the data" setting; at
-            least :data:`~.shape_limit.MIN_PADDING`).
+            least :data:`~.constants.MIN_PADDING`).
         resolution : int
             Grid nodes per axis, 8..128.
         space : {"EXP_MAP", "ZYZ"}
@@ -354,18 +351,15 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
     def _points(self, rows, bone):
         """``(3, R)``: :meth:`_grid_points` of quaternion rows, axes first."""
         if self.config["space"] == "EXP_MAP":
-            p = np.empty((3, len(rows)))
-            exp_map_into(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], p.T)
-            return p
+            return np.array(exp_map_from_quaternion_components(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]))
         return np.ascontiguousarray(self._grid_points(rows, bone).T)
 
     def _quaternions(self, x, out=None):
         """Quaternions ``(R, 4)`` of points ``x (3, R)`` (into ``out`` if given)."""
         if self.config["space"] == "EXP_MAP":
-            if out is None:
-                out = np.empty((x.shape[1], 4))
-            return quaternion_from_exp_map_into(x[0], x[1], x[2], out)
-        q = quaternion_from_coordinates(x.T, self.config["space"])
+            q = np.stack(quaternion_from_exp_map_components(x[0], x[1], x[2]), axis=-1)
+        else:
+            q = quaternion_from_coordinates(x.T, self.config["space"])
         if out is not None:
             out[...] = q
         return q

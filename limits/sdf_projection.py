@@ -5,7 +5,7 @@ kept out of the model's readable interface.
 What it computes is in :mod:`.sdf_grid`'s docstring (two gradient steps, a few more, then a
 bisection towards the nearest inside node). How:
 
-Projection runs in chunks of :data:`.sdf_grid.CHUNK_ROWS` rows with the points laid out axes
+Projection runs in chunks of :data:`.constants.CHUNK_ROWS` rows with the points laid out axes
 first. One 16-byte gather per cell corner fetches float32 ``phi`` and gradient (on open grids each
 corner is gathered from the table shifted by its offset, with the cells' first-corner index);
 float32 ``phi`` only decides where it cannot be wrong (its error is bounded, and rows near the
@@ -21,13 +21,10 @@ stored).
 
 import numpy as np
 
-from .constants import IDENTITY_QUATERNION
+from .constants import CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform
 from .sdf_lookup import _finite_rows, _gather, _interpolate, _packed_interpolate
 from .sdf_space import _difference, quaternion_from_coordinates
-
-#: Default tolerance of :meth:`.sdf_grid.SdfGridLimit.contains` (radians of the parameter space).
-CONTAINS_TOLERANCE = 1e-9
 
 #: Projection: further gradient steps for rotations the two paper steps leave outside, and
 #: bisection steps of the last-resort fallback.

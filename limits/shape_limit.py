@@ -51,32 +51,21 @@ one shape's parameters (possibly with leading axes that broadcast against the po
 
 import numpy as np
 
-from .constants import BONE_AXIS, EPS, IDENTITY_QUATERNION
+from .checks import check_cloud, check_padding, finite_rows
+from .constants import BONE_AXIS, CHUNK_ROWS, CONTAINS_TOLERANCE, EPS, IDENTITY_QUATERNION
 from .model import LimitModel, MovedProjection
 from .quaternion import (
     as_quaternions,
-    check_finite,
     exp_map_from_quaternion,
     half_angle_cos_sin,
     quaternion_from_exp_map,
-    quaternion_from_exp_map_into,
+    quaternion_from_exp_map_components,
     quaternion_multiply,
 )
 from .swing_twist import swing_twist_from_quaternion, unit_axis
 
 #: The two ways a shape model reads a rotation.
 MODES = ("FULL", "SWING_TWIST")
-
-#: Smallest padding (radians) used when fitting: keeps every shape full-dimensional, even
-#: around a single rotation or rotations about one axis.
-MIN_PADDING = 1e-3
-
-#: Default tolerance (radians, in the shape's space) of :meth:`ShapeLimit.contains`, so that
-#: projected rotations count as inside despite rounding.
-CONTAINS_TOLERANCE = 1e-9
-
-#: Rows per batch of a large projection: a batch's per-row temporaries stay in the CPU cache.
-CHUNK_ROWS = 16384
 
 #: Projections of at least this many rows first check whether each shape lies inside its ball
 #: (see :func:`_keep_in_ball`), to skip that step.
@@ -87,18 +76,6 @@ BALL_MARGIN = 1e-9
 
 
 # -- small shared helpers -----------------------------------------------------------------------
-def finite_rows(q):
-    """``(...,)`` bool: every component of the last axis of ``q`` is finite.
-
-    Written out per component: much faster than ``np.isfinite(q).all(axis=-1)`` for short rows.
-    """
-    finite = np.isfinite(q)
-    out = finite[..., 0]
-    for i in range(1, q.shape[-1]):
-        out = out & finite[..., i]
-    return out
-
-
 def rows_differ(a, b):
     """``(...,)`` bool: the 3-vectors ``a`` and ``b`` differ in some component."""
     if a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
@@ -135,26 +112,6 @@ def select_rows(mask, a, b):
         index = np.nonzero(patch)
         out[index] = np.broadcast_to(minor, shape)[index]
     return out
-
-
-def check_cloud(rotations):
-    """The rotation cloud as a finite ``(N, 4)`` array with ``N >= 1``; ``ValueError`` otherwise."""
-    q = as_quaternions(rotations, "rotation cloud")
-    if q.ndim != 2 or len(q) == 0:
-        raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
-    check_finite(q, "rotation cloud")
-    return q
-
-
-def check_padding(padding):
-    """``padding`` as a float of at least :data:`MIN_PADDING` radians."""
-    try:
-        padding = float(padding)
-    except (TypeError, ValueError):
-        raise ValueError(f"padding must be a number of radians, got {padding!r}") from None
-    if not np.isfinite(padding) or padding < 0:
-        raise ValueError(f"padding must be a finite, non-negative number of radians, got {padding!r}")
-    return max(padding, MIN_PADDING)
 
 
 def check_rotation_matrices(rotation, name="rotation"):
@@ -332,8 +289,9 @@ def _general_swing_twist_points(q, axis):
     return swing_points, twist_points
 
 
-def _bone_axis_swing_twist_points(q):
-    """:meth:`ShapeLimit._swing_twist_points` for the +Y axis, ``q (n..., 4)``, in one pass.
+def _bone_axis_split(q):
+    """Swing ``x``, ``z`` and twist angle ``(n...)`` of ``q (n..., 4)`` for the +Y axis, in one
+    pass (the swing's ``y`` and the twist's ``x``, ``z`` are zero).
 
     With twist ``(w, 0, y, 0) / n``, ``n = |(w, y)|``, the swing ``q * conj(twist)`` is
     ``(n, u_x / n, 0, u_z / n)`` with ``u = (x w + z y, z w - x y)``: its exp map is
@@ -341,50 +299,40 @@ def _bone_axis_swing_twist_points(q):
     twist or the swing is degenerate or tiny take the general path.
     """
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    n2 = w * w
-    n2 += y * y
-    ux = x * w
-    ux += z * y
-    uz = z * w
-    uz -= x * y
-    u = ux * ux
-    u += uz * uz
-    np.sqrt(u, out=u)
-    scale = np.arctan2(u, n2)
-    scale += scale
-    n = np.sqrt(n2)
-    n *= EPS
+    n2 = w * w + y * y
+    ux = x * w + z * y
+    uz = z * w - x * y
+    u = np.sqrt(ux * ux + uz * uz)
+    n = np.sqrt(n2) * EPS
     regular = (n > EPS * EPS) & (u > n) & (np.abs(y) > n)
-    u[~regular] = 1.0
-    scale /= u
-    swing_points = np.empty(q.shape[:-1] + (3,))
-    np.multiply(ux, scale, out=swing_points[..., 0])
-    swing_points[..., 1] = 0.0
-    np.multiply(uz, scale, out=swing_points[..., 2])
-    twist_points = np.zeros(q.shape[:-1] + (3,))
-    angle = twist_points[..., 1]
-    np.arctan2(y, w, out=angle)
-    angle += angle
+    scale = 2.0 * np.arctan2(u, n2) / np.where(regular, u, 1.0)
+    swing_x, swing_z, angle = ux * scale, uz * scale, 2.0 * np.arctan2(y, w)
     if not regular.all():
         index = np.nonzero(~regular)
-        swing_points[index], twist_points[index] = _general_swing_twist_points(q[index], BONE_AXIS)
-    return swing_points, twist_points
+        swing_points, twist_points = _general_swing_twist_points(q[index], BONE_AXIS)
+        swing_x[index], swing_z[index], angle[index] = swing_points[..., 0], swing_points[..., 2], twist_points[..., 1]
+    return swing_x, swing_z, angle
+
+
+def _bone_axis_swing_twist_points(q):
+    """:meth:`ShapeLimit._swing_twist_points` for the +Y axis, ``q (n..., 4)`` (see
+    :func:`_bone_axis_split`)."""
+    swing_x, swing_z, angle = _bone_axis_split(q)
+    zero = np.zeros(angle.shape)
+    return np.stack((swing_x, zero, swing_z), axis=-1), np.stack((zero, angle, zero), axis=-1)
+
+
+def _bone_axis_compose(swing_x, swing_y, swing_z, angle):
+    """``swing * twist (..., 4)`` for the +Y axis, written out, from the swing's exp map
+    components and the twist angle; the twist is ``(cos(a / 2), 0, sin(a / 2), 0)``."""
+    a, b, e, d = quaternion_from_exp_map_components(swing_x, swing_y, swing_z)
+    c, s = half_angle_cos_sin(angle)
+    return np.stack((a * c - e * s, b * c - d * s, a * s + e * c, b * s + d * c), axis=-1)
 
 
 def _bone_axis_rotations(swing_points, twist_points):
-    """:meth:`ShapeLimit._rotations` for the +Y axis: ``swing * twist`` written out, with the
-    twist ``(cos(a / 2), 0, sin(a / 2), 0)`` from its tangent half-angle formula."""
-    # The swing's components as contiguous rows (4, ...): the products below read them whole.
-    swing = np.moveaxis(np.empty((4,) + swing_points.shape[:-1]), 0, -1)
-    quaternion_from_exp_map_into(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], swing)
-    c, s = half_angle_cos_sin(twist_points[..., 1])
-    a, b, e, d = swing[..., 0], swing[..., 1], swing[..., 2], swing[..., 3]
-    out = np.empty(swing_points.shape[:-1] + (4,))
-    np.subtract(a * c, e * s, out=out[..., 0])
-    np.subtract(b * c, d * s, out=out[..., 1])
-    np.add(a * s, e * c, out=out[..., 2])
-    np.add(b * s, d * c, out=out[..., 3])
-    return out
+    """:meth:`ShapeLimit._rotations` for the +Y axis (see :func:`_bone_axis_compose`)."""
+    return _bone_axis_compose(swing_points[..., 0], swing_points[..., 1], swing_points[..., 2], twist_points[..., 1])
 
 
 # -- the base class ------------------------------------------------------------------------------
@@ -415,7 +363,7 @@ class ShapeLimit(MovedProjection, LimitModel):
             Unit quaternions ``(w, x, y, z)``, cover already chosen (e.g. unrolled).
         mode : {"FULL", "SWING_TWIST"}
         padding : float
-            Radians added around the data on every side (at least :data:`MIN_PADDING`).
+            Radians added around the data on every side (at least :data:`.constants.MIN_PADDING`).
         twist_axis : (3,) array
             Axis of the swing-twist split, in the bone's frame (normalized here).
         """
@@ -454,30 +402,15 @@ class ShapeLimit(MovedProjection, LimitModel):
         # Shapes lying well inside their ball skip ``_keep_in_ball`` (its test costs about as
         # much as a box's projection); the bound is worth computing for large inputs only.
         in_ball = self._in_ball(shapes) if size >= IN_BALL_ROWS else None
-        unbatched = self._unbatched()
-        lean = self._lean_projection(shapes, min(size, CHUNK_ROWS)) if unbatched and in_ball is not None and all(in_ball) else None
-        if (size > CHUNK_ROWS or lean is not None) and unbatched:
+        if size > CHUNK_ROWS and self._unbatched():
             flat = q.reshape(-1, 4)
             out = np.empty(flat.shape)
             moved = np.empty(len(flat), dtype=bool)
             for start in range(0, size, CHUNK_ROWS):
                 stop = min(start + CHUNK_ROWS, size)
-                chunk = flat[start:stop]
-                if lean is None or not lean(chunk, out[start:stop], moved[start:stop]):
-                    out[start:stop], moved[start:stop] = self._project_rows(chunk, shapes, in_ball)
+                out[start:stop], moved[start:stop] = self._project_rows(flat[start:stop], shapes, in_ball)
             return out.reshape(q.shape), moved.reshape(q.shape[:-1])
         return self._project_rows(q, shapes, in_ball)
-
-    def _lean_projection(self, shapes, rows):
-        """A dedicated projection of batches of up to ``rows`` rows, or None (the generic path).
-
-        Called for unbatched models whose shapes lie in their balls, on inputs of at least
-        :data:`IN_BALL_ROWS` rows; returns ``project(rows (n, 4), out (n, 4), moved (n,)) ->
-        bool`` that fills ``out`` and ``moved`` exactly as :meth:`_project_rows` would and
-        returns True, or returns False (leaving them to the generic path) for rows it does not
-        handle.
-        """
-        return None
 
     def _radii(self):
         """The radius of the ball holding each shape's points: an exp map's norm is below 2 pi,

@@ -50,6 +50,8 @@ projected swings land on the boundary (within 1 % of a texel), not on a texel ce
 import numpy as np
 
 from . import sphere_maps as sm
+from .checks import check_cloud, check_padding
+from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .model import LimitModel, register_model
 from .nearest_boundary import (
     INSET,
@@ -61,7 +63,6 @@ from .nearest_boundary import (
     toward,
 )
 from .quaternion import as_quaternions, check_finite
-from .shape_limit import check_padding
 from .sphere_image import (
     bilinear_taps,
     count_islands,
@@ -83,11 +84,6 @@ DEFAULT_CLOSING = 0.12
 #: Arc (radians) over which stress falls from 1 at the boundary to 0 inside.
 STRESS_RAMP = 0.25
 
-#: Tolerance (radians) of the twist-range test, so that projected rotations count as inside.
-CONTAINS_TOLERANCE = 1e-9
-
-#: Rows per batch in lookups: temporaries stay in the CPU cache.
-CHUNK_ROWS = 16384
 
 def _stress_from_mask(mask, layout, depth=None):
     """Stress 0..1: 1 on and beyond the boundary, falling linearly with the arc distance
@@ -205,8 +201,6 @@ class SinusTextureLimit(LimitModel):
         ``STRESS_RAMP`` radians inside (0) to the boundary (1). ``report`` (and config
         ``islands``) counts the connected allowed regions.
         """
-        from .shape_limit import check_cloud
-
         q = check_cloud(rotations)
         padding = check_padding(padding)
         closing = float(closing)
@@ -762,9 +756,6 @@ def _bilinear(padded, base, fx, fy, stride):
     return out
 
 
-_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
-
-
 def _safe_rows(part):
     """``(rows, finite)``: rows that are non-finite or zero replaced by the identity, and the
     ``(n,)`` mask of the good rows (``None`` when all are good)."""
@@ -776,7 +767,7 @@ def _safe_rows(part):
         finite = np.isfinite(norm2) & (norm2 > 0.0)  # one pass: NaN/inf components and zero rows
     if finite.all():
         return part, None
-    return np.where(finite[:, None], part, _IDENTITY), finite
+    return np.where(finite[:, None], part, IDENTITY_QUATERNION), finite
 
 
 # -- the rim of the allowed region (sinus cone, boundary tour) -----------------------------------

@@ -7,6 +7,7 @@ keys that rebuild a sinus texture's twist channels. The maths is in ``limits/pos
 import numpy as np
 
 from ..limits import pose_helper as ph
+from ..limits.constants import IDENTITY_QUATERNION
 from ..limits.quaternion import axis_angle_from_quaternion, euler_from_quaternion
 from ..limits.sinus_texture import SinusTextureLimit
 from . import overlay
@@ -17,13 +18,12 @@ from .storage import read_limit, write_cloud, write_limit
 #: Custom property holding a bone's twist keys: flat floats, 5 per key (direction, min, max).
 TWIST_KEYS = "joint_limits_twist_keys"
 
-_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
 def reference_of(pose_bone):
     """The limit's reference rotation (identity without a limit)."""
     limit = read_limit(pose_bone)
-    return _IDENTITY if limit is None else limit.reference
+    return IDENTITY_QUATERNION if limit is None else limit.reference
 
 
 def set_local_rotation(pose_bone, q):
