@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
+from .limits.constants import IDENTITY_QUATERNION
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
 from .rig import corrective
@@ -188,7 +189,7 @@ def _project_group(obj, group, arrays):
     if not ok.all():
         for name in np.asarray(group.names)[~ok.reshape(-1, len(group.rows)).all(axis=0)]:
             report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
-        q = np.where(ok[..., None], q, np.array([1.0, 0.0, 0.0, 0.0]))
+        q = np.where(ok[..., None], q, IDENTITY_QUATERNION)
     moved, p = group.limit.project_outside(q)
     p = p[ok[moved]]  # NaN rows were replaced by the identity: never write them
     moved &= ok

@@ -6,8 +6,9 @@ import numpy as np
 #: Tolerance for norms, angles (radians) and divisions.
 EPS = 1e-9
 
-#: The identity rotation as a quaternion ``(w, x, y, z)``.
+#: The identity rotation as a quaternion ``(w, x, y, z)`` (read-only: it is shared).
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
+IDENTITY_QUATERNION.flags.writeable = False
 
 #: Default tolerance of every model's ``contains`` (radians, or the units of the model's own
 #: space), so that projected rotations count as inside despite rounding.

@@ -38,7 +38,7 @@ import numpy as np
 
 from .constants import EPS
 from .quaternion import as_quaternions, check_finite, quaternion_normalize
-from .shape_limit import check_padding
+from .checks import check_padding
 
 AXES = "XYZ"
 

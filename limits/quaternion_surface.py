@@ -87,7 +87,8 @@ part of the group key).
 
 import numpy as np
 
-from .constants import IDENTITY_QUATERNION
+from .checks import check_padding
+from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
 from .model import LimitModel, MovedProjection, RowsPerBone, register_model
@@ -98,10 +99,6 @@ from .quaternion import (
     quaternion_mean,
     quaternion_multiply,
 )
-from .shape_limit import check_padding
-
-#: ``contains`` accepts ``F >= ISO - CONTAINS_TOLERANCE``.
-CONTAINS_TOLERANCE = 1e-9
 
 #: Fewest rotations a fit accepts.
 MIN_SAMPLES = 8
@@ -115,9 +112,6 @@ MIN_STEP = 1e-4
 
 #: Nodes per axis of the anchor search grid (only when no positive centre is inside).
 ANCHOR_GRID = 24
-
-#: Rows per batch of a large query (keeps the ``(rows, M)`` temporaries small).
-CHUNK_ROWS = 16384
 
 #: Negative primitives: ``e = NEGATIVE_CORE * R``.
 NEGATIVE_CORE = 0.85

@@ -45,13 +45,12 @@ node of every node.
 
 import numpy as np
 
-from .checks import check_padding
+from .checks import check_cloud, check_padding
 from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import label_components
 from .model import LimitModel, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
-    check_finite,
     exp_map_from_quaternion_components,
     quaternion_from_exp_map_components,
 )
@@ -148,10 +147,7 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
             With ``fit_report`` (a dict: ``samples``, ``densified``, ``components``, ``tube``,
             ``distance_error_bound``).
         """
-        q = as_quaternions(rotations, "rotation cloud")
-        if q.ndim != 2 or len(q) == 0:
-            raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
-        check_finite(q, "rotation cloud")
+        q = check_cloud(rotations)
         norms = np.linalg.norm(q, axis=-1)
         if np.any(norms < 1e-6):
             raise ValueError("the rotation cloud contains zero quaternions")

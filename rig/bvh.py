@@ -12,6 +12,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ..limits.constants import IDENTITY_QUATERNION
 from ..limits.skeleton import match_bone_names, retarget_local_rotations
 from .actions import action_fcurves, action_frames, keyed_rotations
 from .skeleton_io import skeleton_from_armature
@@ -227,6 +228,6 @@ def bvh_rotations(source, target, bone_names=None):
         raise ValueError(f"no bone of {target.name} matches a BVH joint by name ({', '.join(src.names[:6])}, ...)")
     frames = action_frames(action)
     q, keyed = keyed_rotations(source, action, src.names, frames)
-    q = np.where(keyed[None, :, None], q, np.array([1.0, 0.0, 0.0, 0.0]))
+    q = np.where(keyed[None, :, None], q, IDENTITY_QUATERNION)
     local = retarget_local_rotations(src, q, dst, mapping)
     return {name: local[:, dst.names.index(name)] for name in wanted}

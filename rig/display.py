@@ -7,6 +7,7 @@ import bpy
 import numpy as np
 
 from ..limits.boundary import limit_boundary
+from ..limits.constants import IDENTITY_QUATERNION
 from ..limits.joint import relative_cloud
 from ..limits.quaternion import exp_map_from_quaternion
 from .storage import read_cloud, read_limit
@@ -96,7 +97,7 @@ def bone_rotation_points(pose_bone):
         verts = limit_boundary(limit, directions)
         reference = limit.reference
     else:
-        reference = np.array([1.0, 0.0, 0.0, 0.0])
+        reference = IDENTITY_QUATERNION
     points = exp_map_from_quaternion(relative_cloud(cloud, reference)) if len(cloud) else np.zeros((0, 3))
     return points, verts, faces
 

@@ -8,8 +8,8 @@ import pytest
 
 from limits import ik_limits as ik
 from limits import quaternion as q_lib
+from limits.constants import MIN_PADDING
 from limits.joint import JointLimit
-from limits.shape_limit import MIN_PADDING
 
 DEG = math.pi / 180.0
 
