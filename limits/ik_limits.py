@@ -36,9 +36,9 @@ import math
 
 import numpy as np
 
+from .checks import check_padding
 from .constants import EPS
 from .quaternion import as_quaternions, check_finite, quaternion_normalize
-from .checks import check_padding
 
 AXES = "XYZ"
 
