@@ -46,8 +46,17 @@ def _parser():
     )
     common(sp)
     sp.add_argument("--actions", nargs="+", metavar="ACTION", help="actions to sample (default: the object's action)")
-    sp.add_argument("--model", choices=[kind for kind, _, _ in kinds], metavar="KIND", help=f"limit model kind for every fitted bone: {', '.join(kind for kind, _, _ in kinds)} (described by --help without a command; default: each bone's own setting)")
-    sp.add_argument("--mode", choices=("FULL", "SWING_TWIST"), help="fit one shape to the whole rotation, or separate shapes to swing and twist (default: each bone's own setting)")
+    sp.add_argument(
+        "--model",
+        choices=[kind for kind, _, _ in kinds],
+        metavar="KIND",
+        help=f"limit model kind for every fitted bone: {', '.join(kind for kind, _, _ in kinds)} (described by --help without a command; default: each bone's own setting)",
+    )
+    sp.add_argument(
+        "--mode",
+        choices=("FULL", "SWING_TWIST"),
+        help="fit one shape to the whole rotation, or separate shapes to swing and twist (default: each bone's own setting)",
+    )
     sp.add_argument("--save", metavar="PATH", help="write the .blend here (default: overwrite the open file)")
 
     def frame_range(sp, action_help):

@@ -10,7 +10,6 @@ models stacked along a bone axis, so a frame costs a few foreach_get/foreach_set
 numpy projection per model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
 """
 
-
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
@@ -148,10 +147,15 @@ def _compile(obj, bone_names):
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
-            report_once((obj.name, pose_bone.name, "data"), f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})")
+            report_once(
+                (obj.name, pose_bone.name, "data"),
+                f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})",
+            )
             continue
         corrected = pose_bone.name not in in_ik and corrective.driven(pose_bone) and corrective.ensure(obj, pose_bone) is not None
-        (by_key_corrected if corrected else by_key).setdefault(key, []).append((row, pose_bone.name, limit, settings.influence, identity))
+        (by_key_corrected if corrected else by_key).setdefault(key, []).append(
+            (row, pose_bone.name, limit, settings.influence, identity)
+        )
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
     corrected = [group for members in by_key_corrected.values() for group in _groups(members, reuse)]
     keep = {name for group in corrected for name in group.names}
@@ -260,7 +264,9 @@ def _limit_pose(obj, rig, arrays):
             if len(group.rows) > 1:
                 rig.groups.extend(_Group([m]) for m in group.members)
                 return _limit_pose(obj, rig, arrays)
-            report_once((obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})")
+            report_once(
+                (obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})"
+            )
             continue
         rows.append(group.rows[moved])
         values.append(limited[moved])

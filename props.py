@@ -78,7 +78,9 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     ``Bone``, used as ``PoseBone.joint_limit``)."""
 
     enabled: BoolProperty(name="Enabled", description="Enforce this bone's limit", default=True, update=_changed)
-    model: EnumProperty(name="Model", description="Shape of the allowed rotation region", items=MODEL_ITEMS, default="kdop", update=_refit)
+    model: EnumProperty(
+        name="Model", description="Shape of the allowed rotation region", items=MODEL_ITEMS, default="kdop", update=_refit
+    )
     mode: EnumProperty(
         name="Space",
         description="Fit one shape to the whole rotation, or separate shapes to swing and twist",
@@ -89,11 +91,33 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         default="FULL",
         update=_refit,
     )
-    influence: FloatProperty(name="Influence", description="How much of the correction to apply", default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_changed)
-    padding: FloatProperty(name="Padding", description="Grow the fitted shape by this angle", default=0.05, min=0.0, max=1.0, subtype="ANGLE", update=_refit)
-    use_softening: BoolProperty(name="Softening", description="Let the limit give way smoothly (tanh) instead of locking", default=False, update=_changed)
-    soft_radius: FloatProperty(name="Radius", description="Most the limit gives way", default=0.1, min=0.0, max=1.0, subtype="ANGLE", update=_changed)
-    soft_falloff: FloatProperty(name="Falloff", description="How quickly the give reaches its radius", default=1.0, min=0.0, max=100.0, update=_changed)
+    influence: FloatProperty(
+        name="Influence",
+        description="How much of the correction to apply",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+        update=_changed,
+    )
+    padding: FloatProperty(
+        name="Padding",
+        description="Grow the fitted shape by this angle",
+        default=0.05,
+        min=0.0,
+        max=1.0,
+        subtype="ANGLE",
+        update=_refit,
+    )
+    use_softening: BoolProperty(
+        name="Softening", description="Let the limit give way smoothly (tanh) instead of locking", default=False, update=_changed
+    )
+    soft_radius: FloatProperty(
+        name="Radius", description="Most the limit gives way", default=0.1, min=0.0, max=1.0, subtype="ANGLE", update=_changed
+    )
+    soft_falloff: FloatProperty(
+        name="Falloff", description="How quickly the give reaches its radius", default=1.0, min=0.0, max=100.0, update=_changed
+    )
     reference: EnumProperty(
         name="Reference",
         description="Pose the limit is centred on",
@@ -105,7 +129,9 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         default="MEAN",
         update=_refit,
     )
-    reference_frame: IntProperty(name="Reference Frame", description="Frame whose pose is the reference", default=1, update=_refit)
+    reference_frame: IntProperty(
+        name="Reference Frame", description="Frame whose pose is the reference", default=1, update=_refit
+    )
     twist_axis: EnumProperty(
         name="Twist Axis",
         description="Axis the swing-twist split turns about",
@@ -116,12 +142,22 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         default="BONE_Y",
         update=_refit,
     )
-    limit_data: StringProperty(name="Fitted Limit", description="Fitted limit parameters (JSON)", options={"HIDDEN"}, update=_changed, **_stored("limit"))
-    cloud_data: StringProperty(name="Rotation Cloud", description="Sampled local rotations", options={"HIDDEN"}, **_stored("cloud"))
+    limit_data: StringProperty(
+        name="Fitted Limit", description="Fitted limit parameters (JSON)", options={"HIDDEN"}, update=_changed, **_stored("limit")
+    )
+    cloud_data: StringProperty(
+        name="Rotation Cloud", description="Sampled local rotations", options={"HIDDEN"}, **_stored("cloud")
+    )
     has_limit: BoolProperty(name="Fitted", description="The bone has a fitted limit", get=lambda s: datastore.has(s, "limit"))
-    has_cloud: BoolProperty(name="Has Samples", description="The bone has a stored rotation cloud", get=lambda s: datastore.has(s, "cloud"))
-    data_key: StringProperty(name="Data Key", description="Names this bone's entries in the armature's data store", default="", options={"HIDDEN"})
-    limit_token: StringProperty(name="Limit Token", description="Changes whenever the fitted limit does (cache key)", default="", options={"HIDDEN"})
+    has_cloud: BoolProperty(
+        name="Has Samples", description="The bone has a stored rotation cloud", get=lambda s: datastore.has(s, "cloud")
+    )
+    data_key: StringProperty(
+        name="Data Key", description="Names this bone's entries in the armature's data store", default="", options={"HIDDEN"}
+    )
+    limit_token: StringProperty(
+        name="Limit Token", description="Changes whenever the fitted limit does (cache key)", default="", options={"HIDDEN"}
+    )
     cloud_count: IntProperty(name="Samples", description="Number of sampled rotations", default=0, min=0)
     last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
 
@@ -135,7 +171,9 @@ class JointLimitsSceneSettings(bpy.types.PropertyGroup):
         default=False,  # compiled limits stay valid while it is off (a big rig takes seconds to compile)
         update=lambda settings, _context: settings.enforce_live or corrective.remove_everywhere(),
     )
-    display_scale: FloatProperty(name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0)
+    display_scale: FloatProperty(
+        name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0
+    )
 
 
 classes = (JointLimitSettings, JointLimitsSceneSettings)

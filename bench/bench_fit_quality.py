@@ -90,7 +90,9 @@ def main():
             volume = float(limit.contains(uniform).mean())
             summary.setdefault(spec, []).append((recall, volume))
             label = f"{kind} {mode.lower()}".strip()
-            print(f"{joint:<16} {label:<26} {len(train[joint]):>6} {len(test[joint]):>6} {recall:>7.3f} {volume:>8.4f} {fit_ms:>7.1f}")
+            print(
+                f"{joint:<16} {label:<26} {len(train[joint]):>6} {len(test[joint]):>6} {recall:>7.3f} {volume:>8.4f} {fit_ms:>7.1f}"
+            )
     print("\nmean over joints (recall / volume):")
     for spec, rows in summary.items():
         r = np.array(rows)

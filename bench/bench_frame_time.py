@@ -28,7 +28,9 @@ def main():
     p.add_argument("--bones", type=int, default=60)
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--model", default="kdop")
-    p.add_argument("--share", type=float, default=0.6, help="fit limits on the motion scaled by this (< 1: the action leaves them)")
+    p.add_argument(
+        "--share", type=float, default=0.6, help="fit limits on the motion scaled by this (< 1: the action leaves them)"
+    )
     p.add_argument("--rounds", type=int, default=7, help="passes per set-up, interleaved; the best is kept")
     args = p.parse_args()
 
@@ -38,7 +40,10 @@ def main():
 
     # fit limits on a scaled version of the motion (share < 1: enforcement really projects)
     bpy.ops.pose.select_all(action="SELECT")
-    clouds = {pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], args.share) for b, pb in enumerate(obj.pose.bones)}
+    clouds = {
+        pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], args.share)
+        for b, pb in enumerate(obj.pose.bones)
+    }
     addon.rig.sampling.store_clouds(obj, clouds)
     for pb in obj.pose.bones:
         pb.joint_limit.model = args.model
@@ -98,13 +103,21 @@ def main():
     set_up("bare")
 
     native = best["native"]
-    print(f"{args.bones} bones, {args.frames} frames, model {args.model}, limits fitted on {args.share:.0%} of the motion; ms per frame_set (best of {args.rounds} interleaved passes)")
+    print(
+        f"{args.bones} bones, {args.frames} frames, model {args.model}, limits fitted on {args.share:.0%} of the motion; ms per frame_set (best of {args.rounds} interleaved passes)"
+    )
     print(f"  no limits:                               {best['bare']:7.3f} ms")
     print(f"  {args.bones} native Limit Rotation:               {native:7.3f} ms")
     print(f"  floor: handler that only rewrites pose:  {best['floor']:7.3f} ms   ratio to native {best['floor'] / native:5.2f}x")
-    print(f"  Joint Limits, first play (one pass):     {first:7.3f} ms   ratio to native {first / native:5.2f}x   (compiling and limiting ahead included; {computed} of {args.frames} poses limited one by one)")
-    print(f"    of which once: compiling the limits {1e3 * (t1 - t0):.1f} ms, limiting the action ahead {1e3 * (t2 - t1):.1f} ms (lookup tables built on first use included)")
-    print(f"  Joint Limits, later plays:               {best['ours']:7.3f} ms   ratio to native {best['ours'] / native:5.2f}x   (target <= 1.5x)")
+    print(
+        f"  Joint Limits, first play (one pass):     {first:7.3f} ms   ratio to native {first / native:5.2f}x   (compiling and limiting ahead included; {computed} of {args.frames} poses limited one by one)"
+    )
+    print(
+        f"    of which once: compiling the limits {1e3 * (t1 - t0):.1f} ms, limiting the action ahead {1e3 * (t2 - t1):.1f} ms (lookup tables built on first use included)"
+    )
+    print(
+        f"  Joint Limits, later plays:               {best['ours']:7.3f} ms   ratio to native {best['ours'] / native:5.2f}x   (target <= 1.5x)"
+    )
     print(f"  ({moved} bones re-projected on a check frame after playing: 0 means the result is stable)")
 
 

@@ -67,7 +67,9 @@ def timed(fn):
 
 def queries(cloud, count, rng):
     """Half uniform rotations, half near the data (exp-map noise of 0.3 rad)."""
-    near = quaternion_from_exp_map(exp_map_from_quaternion(cloud[rng.integers(0, len(cloud), count // 2)]) + rng.normal(size=(count // 2, 3)) * 0.3)
+    near = quaternion_from_exp_map(
+        exp_map_from_quaternion(cloud[rng.integers(0, len(cloud), count // 2)]) + rng.normal(size=(count // 2, 3)) * 0.3
+    )
     return np.concatenate((quaternion_random(count - count // 2, rng), near))
 
 

@@ -88,6 +88,7 @@ def undo_step(name):
     t2 = time.perf_counter()
     return t1 - t0, t2 - t1
 
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bones", type=int, default=200)
@@ -135,7 +136,9 @@ def main():
     bpy.ops.wm.open_mainfile(filepath=path)  # starts the undo stack
     push, undo = np.min([undo_step(name) for _ in range(3)], axis=0)
 
-    print(f"{args.bones} bones, model {args.model} ({args.distinct} fitted, {fit_seconds:.2f} s each), {args.frames}-frame action")
+    print(
+        f"{args.bones} bones, model {args.model} ({args.distinct} fitted, {fit_seconds:.2f} s each), {args.frames}-frame action"
+    )
     print(f"  stored limit data:         {stored / 1e6:8.1f} MB  ({stored / args.bones / 1e3:.0f} kB per bone)")
     print(f"  saved .blend:              {size / 1e6:8.1f} MB")
     print(f"  turning live enforcement on, in the fitting session: {spread(warm)}")

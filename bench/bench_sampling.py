@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """(c) Sampling 1000 frames x 60 bones from an action (keyframe fast path and evaluated path).
 
-    ./dev bench bench/bench_sampling.py [--bones 60] [--frames 1000]
+./dev bench bench/bench_sampling.py [--bones 60] [--frames 1000]
 """
 
 import argparse

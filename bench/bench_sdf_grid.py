@@ -84,7 +84,9 @@ def main():
 
     rng = np.random.default_rng(1)
     far = quaternion_short_way(quaternion_random(args.rotations, rng))
-    near = quaternion_from_exp_map(exp_map_from_quaternion(cloud[rng.integers(0, len(cloud), args.rotations)]) + rng.normal(size=(args.rotations, 3)) * 0.3)
+    near = quaternion_from_exp_map(
+        exp_map_from_quaternion(cloud[rng.integers(0, len(cloud), args.rotations)]) + rng.normal(size=(args.rotations, 3)) * 0.3
+    )
     print(f"\nprojection of {args.rotations} rotations (one thread, best of 5)")
     print(f"{'grid':>6} {'uniform M/s':>12} {'near data M/s':>14} {'contains M/s':>13} {'outside':>8}")
     for n, model in models.items():

@@ -31,7 +31,15 @@ from ..rig.storage import read_cloud, read_limit
 from .summary import write_summary
 
 #: Rotation modes of a few bones, so the demo exercises every kind of channel.
-DEMO_MODES = {"forearm.L": "XYZ", "forearm.R": "ZXY", "shin.L": "YZX", "shin.R": "XZY", "head": "AXIS_ANGLE", "neck": "ZYX", "hand.L": "YXZ"}
+DEMO_MODES = {
+    "forearm.L": "XYZ",
+    "forearm.R": "ZXY",
+    "shin.L": "YZX",
+    "shin.R": "XZY",
+    "head": "AXIS_ANGLE",
+    "neck": "ZYX",
+    "hand.L": "YXZ",
+}
 
 #: The model each bone gets (the rest use the default k-DOP over the whole rotation).
 DEMO_MODELS = {

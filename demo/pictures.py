@@ -104,7 +104,9 @@ def sphere_panel(ax, limit, samples, impossible, outside, baked=None):
     top = max(float(twist.max()), 5.0)
     disc = Circle((0, 0), 2.0, facecolor=FORBIDDEN, edgecolor="#888888", linewidth=1.0, zorder=0)
     ax.add_patch(disc)
-    mesh = ax.pcolormesh(axis, axis, np.where(twist > 0, twist, np.nan), cmap="viridis", vmin=0.0, vmax=top, shading="nearest", zorder=1)
+    mesh = ax.pcolormesh(
+        axis, axis, np.where(twist > 0, twist, np.nan), cmap="viridis", vmin=0.0, vmax=top, shading="nearest", zorder=1
+    )
     mesh.set_clip_path(disc)
     if twist.max() > 0 and twist.min() == 0:
         edge = ax.contour(axis, axis, (twist > 0).astype(float), levels=[0.5], colors=OUTLINE, linewidths=1.8, zorder=3)
@@ -118,7 +120,14 @@ def sphere_panel(ax, limit, samples, impossible, outside, baked=None):
         ax.add_patch(Circle((0, 0), r, fill=False, edgecolor="#666666", linewidth=0.8, linestyle=":", zorder=2))
         if r < view * 0.97:
             ax.text(
-                r * 0.7071, r * 0.7071, f"{angle}°", fontsize=8, color="#333333", zorder=9, ha="center", va="center",
+                r * 0.7071,
+                r * 0.7071,
+                f"{angle}°",
+                fontsize=8,
+                color="#333333",
+                zorder=9,
+                ha="center",
+                va="center",
                 bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1.0},
             )
     ax.axhline(0, color="#999999", linewidth=0.5, zorder=2)
@@ -130,10 +139,28 @@ def sphere_panel(ax, limit, samples, impossible, outside, baked=None):
     ax.plot([0], [0], marker="+", markersize=13, color="black", markeredgewidth=1.5, zorder=5)
 
     handles = [
-        Line2D([], [], marker="o", linestyle="", markersize=4, color=SAMPLES, alpha=0.6, label=f"training poses ({len(samples)} frames)"),
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            markersize=4,
+            color=SAMPLES,
+            alpha=0.6,
+            label=f"training poses ({len(samples)} frames)",
+        ),
         Line2D([], [], marker="+", linestyle="", markersize=10, color="black", label="reference direction (the centre)"),
         Line2D([], [], color=OUTLINE, linewidth=1.8, label="edge of the allowed directions"),
-        Line2D([], [], marker="s", linestyle="", markersize=9, color=FORBIDDEN, markeredgecolor="#888888", label="not allowed: no twist fits"),
+        Line2D(
+            [],
+            [],
+            marker="s",
+            linestyle="",
+            markersize=9,
+            color=FORBIDDEN,
+            markeredgecolor="#888888",
+            label="not allowed: no twist fits",
+        ),
     ]
     if len(bad):
         p = points[1]
@@ -141,7 +168,9 @@ def sphere_panel(ax, limit, samples, impossible, outside, baked=None):
             q, _ = swing_directions(limit, np.asarray(baked)[outside])
             q = disc_from_direction(q)
             ax.scatter(q[:, 0], q[:, 1], s=14, color=AFTER, edgecolors="white", linewidths=0.6, zorder=6)
-            handles.append(Line2D([], [], marker="o", linestyle="", markersize=5, color=AFTER, label="the same frames after the bake"))
+            handles.append(
+                Line2D([], [], marker="o", linestyle="", markersize=5, color=AFTER, label="the same frames after the bake")
+            )
         pointed_out = allowed_twist(limit, bad_d) == 0  # no twist makes that direction allowed
         for mask, marker, label in (
             (pointed_out, "x", f"impossible pose pointing outside ({int(pointed_out.sum())} frames)"),
@@ -154,10 +183,24 @@ def sphere_panel(ax, limit, samples, impossible, outside, baked=None):
                 ax.scatter(p[mask, 0], p[mask, 1], s=46, marker="x", color="white", linewidths=3.4, zorder=7)
                 ax.scatter(p[mask, 0], p[mask, 1], s=40, marker="x", color=BEFORE, linewidths=1.5, zorder=8)
             else:
-                ax.scatter(p[mask, 0], p[mask, 1], s=34, marker="o", facecolors="none", edgecolors="white", linewidths=3.0, zorder=7)
-                ax.scatter(p[mask, 0], p[mask, 1], s=30, marker="o", facecolors="none", edgecolors=BEFORE, linewidths=1.3, zorder=8)
+                ax.scatter(
+                    p[mask, 0], p[mask, 1], s=34, marker="o", facecolors="none", edgecolors="white", linewidths=3.0, zorder=7
+                )
+                ax.scatter(
+                    p[mask, 0], p[mask, 1], s=30, marker="o", facecolors="none", edgecolors=BEFORE, linewidths=1.3, zorder=8
+                )
             handles.append(
-                Line2D([], [], marker=marker, linestyle="", markersize=7, markerfacecolor="none", color=BEFORE, markeredgewidth=1.5, label=label)
+                Line2D(
+                    [],
+                    [],
+                    marker=marker,
+                    linestyle="",
+                    markersize=7,
+                    markerfacecolor="none",
+                    color=BEFORE,
+                    markeredgewidth=1.5,
+                    label=label,
+                )
             )
 
     ax.set_xlim(-view, view)
@@ -176,8 +219,20 @@ def timeline_panel(ax, frames, before, after, live, tolerance_deg=0.0):
     bake, ``live`` enforcement, each ``(F,)`` degrees."""
     frames = np.asarray(frames)
     ax.fill_between(frames, 0, before, color=BEFORE, alpha=0.15, linewidth=0)
-    ax.plot(frames, before, color=BEFORE, linewidth=1.8, label=f"as keyed: worst {np.max(before):.1f}°, {int(np.sum(before > tolerance_deg))} frames out")
-    ax.plot(frames, after, color=AFTER, linewidth=2.6, label=f"after bake: worst {np.max(after):.2f}°, {int(np.sum(after > tolerance_deg))} frames out")
+    ax.plot(
+        frames,
+        before,
+        color=BEFORE,
+        linewidth=1.8,
+        label=f"as keyed: worst {np.max(before):.1f}°, {int(np.sum(before > tolerance_deg))} frames out",
+    )
+    ax.plot(
+        frames,
+        after,
+        color=AFTER,
+        linewidth=2.6,
+        label=f"after bake: worst {np.max(after):.2f}°, {int(np.sum(after > tolerance_deg))} frames out",
+    )
     ax.plot(frames, live, color=LIVE, linewidth=1.6, linestyle="--", label=f"live enforcement: worst {np.max(live):.2f}°")
     ax.set_xlim(frames[0], frames[-1])
     ax.set_ylim(-0.02 * max(float(np.max(before)), 1.0), max(float(np.max(before)), 1.0) * 1.45)
@@ -230,7 +285,9 @@ def bone_sheet(path, bone):
     ``after``, ``live`` ``(F,)`` violations in degrees, ``tolerance_deg`` (violations up to it
     count as inside)."""
     fig = _figure(15.0, 7.6)
-    grid = fig.add_gridspec(2, 2, width_ratios=(1.0, 1.05), left=0.05, right=0.97, top=0.88, bottom=0.23, wspace=0.32, hspace=0.42)
+    grid = fig.add_gridspec(
+        2, 2, width_ratios=(1.0, 1.05), left=0.05, right=0.97, top=0.88, bottom=0.23, wspace=0.32, hspace=0.42
+    )
     sphere = fig.add_subplot(grid[:, 0])
     timeline = fig.add_subplot(grid[0, 1])
     twist = fig.add_subplot(grid[1, 1])
@@ -258,16 +315,33 @@ def rig_sheet(path, frames, before, after, live, worst=5, tolerance_deg=0.0):
     """Every bone's violation (see the module docstring). ``before``, ``after``, ``live`` map bone
     names to ``(F,)`` violations in degrees over ``frames``."""
     names = sorted(before, key=lambda n: -float(np.max(before[n])))
-    residual = max(float(np.max(after[n])) for n in names) > tolerance_deg or max(float(np.max(live[n])) for n in names) > tolerance_deg
+    residual = (
+        max(float(np.max(after[n])) for n in names) > tolerance_deg or max(float(np.max(live[n])) for n in names) > tolerance_deg
+    )
     fig = _figure(13.0, 11.0)
     grid = fig.add_gridspec(2, 1, height_ratios=(1.0, 1.3), left=0.1, right=0.97, top=0.93, bottom=0.06, hspace=0.25)
     top = fig.add_subplot(grid[0])
     frames = np.asarray(frames)
     colours = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
     for i, name in enumerate(names[:worst]):
-        top.plot(frames, before[name], color=colours[i % len(colours)], linewidth=1.4, label=f"{name} as keyed (worst {np.max(before[name]):.1f}°)")
-    top.plot(frames, np.max([after[n] for n in names], axis=0), color=AFTER, linewidth=2.4, label="after bake: largest over all bones")
-    top.plot(frames, np.max([live[n] for n in names], axis=0), color=LIVE, linewidth=1.6, linestyle="--", label="live enforcement: largest over all bones")
+        top.plot(
+            frames,
+            before[name],
+            color=colours[i % len(colours)],
+            linewidth=1.4,
+            label=f"{name} as keyed (worst {np.max(before[name]):.1f}°)",
+        )
+    top.plot(
+        frames, np.max([after[n] for n in names], axis=0), color=AFTER, linewidth=2.4, label="after bake: largest over all bones"
+    )
+    top.plot(
+        frames,
+        np.max([live[n] for n in names], axis=0),
+        color=LIVE,
+        linewidth=1.6,
+        linestyle="--",
+        label="live enforcement: largest over all bones",
+    )
     top.set_xlim(frames[0], frames[-1])
     top.set_ylim(bottom=0)
     top.set_xlabel("frame of the impossible action")
@@ -275,8 +349,19 @@ def rig_sheet(path, frames, before, after, live, worst=5, tolerance_deg=0.0):
     top.grid(True, alpha=0.3)
     top.set_ylim(-0.02 * right_of(before), right_of(before) * 1.35)
     top.legend(loc="upper left", fontsize=8.5, ncol=2)
-    top.text(0.99, 0.03, "after bake and with live enforcement every bone stays on 0° on every frame" if not residual else "", transform=top.transAxes, ha="right", va="bottom", fontsize=8.5, color=AFTER)
-    top.set_title(f"The impossible action over time: the {min(worst, len(names))} worst bones, and what is left after limiting", fontsize=10)
+    top.text(
+        0.99,
+        0.03,
+        "after bake and with live enforcement every bone stays on 0° on every frame" if not residual else "",
+        transform=top.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8.5,
+        color=AFTER,
+    )
+    top.set_title(
+        f"The impossible action over time: the {min(worst, len(names))} worst bones, and what is left after limiting", fontsize=10
+    )
 
     bars = fig.add_subplot(grid[1])
     y = np.arange(len(names))
@@ -288,8 +373,21 @@ def rig_sheet(path, frames, before, after, live, worst=5, tolerance_deg=0.0):
     bars.barh(y + 0.2, worst_after, height=0.4, color=AFTER, label="worst violation after bake")
     right = float(worst_before.max()) if len(names) else 1.0
     for i in range(len(names)):
-        bars.text(worst_before[i] + right * 0.01, y[i] - 0.2, f"{worst_before[i]:.1f}°  {out_before[i]}/{len(frames)} frames out", va="center", fontsize=7)
-        bars.text(worst_after[i] + right * 0.01, y[i] + 0.2, f"{worst_after[i]:.2f}°  {out_after[i]} out", va="center", fontsize=7, color=AFTER)
+        bars.text(
+            worst_before[i] + right * 0.01,
+            y[i] - 0.2,
+            f"{worst_before[i]:.1f}°  {out_before[i]}/{len(frames)} frames out",
+            va="center",
+            fontsize=7,
+        )
+        bars.text(
+            worst_after[i] + right * 0.01,
+            y[i] + 0.2,
+            f"{worst_after[i]:.2f}°  {out_after[i]} out",
+            va="center",
+            fontsize=7,
+            color=AFTER,
+        )
     bars.set_yticks(y, names, fontsize=8)
     bars.invert_yaxis()
     bars.set_xlim(0, right * 1.35)

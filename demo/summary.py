@@ -49,10 +49,10 @@ def summary_html(summary, pictures, note, baked_name, blend_name):
 then keeps every pose inside those limits. This demo shows the whole job on a generated humanoid,
 with no outside files:</p>
 <ol>
-<li>It builds a humanoid rig and keys a generated <b>range-of-motion</b> action ({s['rom_frames']} frames):
+<li>It builds a humanoid rig and keys a generated <b>range-of-motion</b> action ({s["rom_frames"]} frames):
 the motion the limits are learned from (the training poses).</li>
 <li>It fits a <b>limit</b> to every bone from that motion: the set of rotations the bone is allowed.</li>
-<li>It keys a second, deliberately <b>impossible</b> action ({s['impossible_frames']} frames) that bends bones
+<li>It keys a second, deliberately <b>impossible</b> action ({s["impossible_frames"]} frames) that bends bones
 further than anything in the training motion.</li>
 <li>It plays the impossible action with <b>live enforcement</b> on (every pose pulled back into its limit
 while playing), and <b>bakes</b> it into a clean action, {escape(repr(baked_name))}.</li>
@@ -69,7 +69,7 @@ nearest rotation its limit allows (0 inside the limit).</li>
 <li><code>{escape(blend_name)}</code>: open it in Blender (with the extension installed): the rig, its limits,
 and the actions RangeOfMotion (assigned), Impossible and {escape(baked_name)}.</li>
 </ul>
-<p>The demo took {s['seconds']:.1f} s.</p>
+<p>The demo took {s["seconds"]:.1f} s.</p>
 </body></html>
 """
 

@@ -63,7 +63,9 @@ class JointLimit:
         self.soft_falloff = np.asarray(soft_falloff, dtype=float)
 
     @classmethod
-    def fit(cls, local_rotations, kind="box", reference="MEAN", frame_rotation=None, soft_radius=0.0, soft_falloff=1.0, **options):
+    def fit(
+        cls, local_rotations, kind="box", reference="MEAN", frame_rotation=None, soft_radius=0.0, soft_falloff=1.0, **options
+    ):
         """Fit a ``kind`` model to a cloud of local rotations ``(N, 4)`` (time-ordered)."""
         local = as_quaternions(local_rotations, "rotation cloud")
         if local.ndim != 2 or len(local) == 0:
@@ -174,4 +176,3 @@ class JointLimit:
 
     def __repr__(self):
         return f"<JointLimit {self.model!r} ref={np.round(self.reference, 3).tolist()}>"
-

@@ -234,7 +234,9 @@ def _vertex_duals():
     """``(26, 26, 26, 3, 3)``: the inverse of the matrix whose columns are the normals of planes
     ``k``, ``l`` and ``m`` (NaN where the three are nearly dependent: Gram determinant below
     1e-9), for every triple; built once (inverting per k-DOP took 2 ms of its 3 ms of tables)."""
-    matrix = np.stack(np.broadcast_arrays(NORMALS[:, None, None, :], NORMALS[None, :, None, :], NORMALS[None, None, :, :]), axis=-1)
+    matrix = np.stack(
+        np.broadcast_arrays(NORMALS[:, None, None, :], NORMALS[None, :, None, :], NORMALS[None, None, :, :]), axis=-1
+    )
     regular = np.linalg.det(matrix) ** 2 > 1e-9
     dual = np.linalg.inv(np.where(regular[..., None, None], matrix, np.eye(3)))
     dual[~regular] = np.nan

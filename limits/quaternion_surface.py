@@ -427,7 +427,15 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         carved = {"holes": [], "gap": 0.0, "cell": 0.0}
         if carve:
             centres, radii, stick, signs, carved = _carve(
-                points, centres, radii, stick, signs, 0.5 * padding if grow else 0.0, float(carve_gap), int(carve_resolution), int(max_negative)
+                points,
+                centres,
+                radii,
+                stick,
+                signs,
+                0.5 * padding if grow else 0.0,
+                float(carve_gap),
+                int(carve_resolution),
+                int(max_negative),
             )
             for hole in carved["holes"]:
                 hole["rotation"] = _from_points(np.array(hole["centre"]), pole).tolist()
@@ -537,7 +545,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             raise ValueError(f"{self.kind} limit: 'pole' must be a unit quaternion")
         if p["pole"].ndim == 1:
             if not len(self._anchor_points()):
-                raise ValueError(f"{self.kind} limit: the region is empty (no positive primitive's centre nor any grid node is inside the surface)")
+                raise ValueError(
+                    f"{self.kind} limit: the region is empty (no positive primitive's centre nor any grid node is inside the surface)"
+                )
 
     def group_key(self):
         return (self.kind, tuple(sorted(self.config.items())), int(self.params["radii"].shape[-1]))
@@ -654,7 +664,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             toward = cb - pts
             tnorm = np.linalg.norm(toward, axis=1)
             has_grad = norm > 1e-12
-            direction = np.where(has_grad[:, None], grad / np.where(has_grad, norm, 1.0)[:, None], toward / np.maximum(tnorm, 1e-300)[:, None])
+            direction = np.where(
+                has_grad[:, None], grad / np.where(has_grad, norm, 1.0)[:, None], toward / np.maximum(tnorm, 1e-300)[:, None]
+            )
             newton = np.where(has_grad, (ISO - F) / np.where(has_grad, norm, 1.0), 0.0)
             # the paper's step d; where it vanishes (inside S_i but outside the surface, e.g. a
             # carved region) a Newton step, never past the primitive's centre

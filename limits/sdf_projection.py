@@ -106,7 +106,9 @@ class SdfProjection:
         key = key.astype(np.intp)
         key += len(keep) if bone is None else 8 * bone + len(keep)
         np.copyto(order, key, where=corner)
-        late, late_x = self._steps(x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part[: len(keep)])
+        late, late_x = self._steps(
+            x.take(keep, axis=1), inside[keep], finite[keep], geo.rows(keep), rows.take(keep, axis=0), part[: len(keep)]
+        )
         np.take(part, order, axis=0, out=out, mode="clip")
         return keep[late], late_x
 
@@ -187,7 +189,9 @@ class SdfProjection:
             again = np.flatnonzero(want)
             if count:
                 xs, gs = xa[:, again], ga.rows(again)
-                moved = _step(xs, pa[again], _packed_interpolate(self._packed_corners(index[..., again]), fraction[:, again])[1:], gs, 0.0)
+                moved = _step(
+                    xs, pa[again], _packed_interpolate(self._packed_corners(index[..., again]), fraction[:, again])[1:], gs, 0.0
+                )
                 xa[:, again] = xs
                 if moved is not None:
                     again = again[moved]

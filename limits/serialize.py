@@ -64,6 +64,7 @@ def _narrowest(value):
             return narrow
     return np.ascontiguousarray(value, dtype=DTYPES[-1])
 
+
 #: Most array elements one limit file may declare, all arrays together: 2**27 (1 GiB as
 #: float64, which is what they become). The largest limits the add-on makes are a 256 x 256
 #: sinus texture with its tables (about 0.5 M elements) and an SDF grid at its top resolution
@@ -255,13 +256,17 @@ def _check_npz_entries(archive):
             raise ValueError(f"entry {name!r} needs pickle (object arrays): refused")
         kinds = "U" if name == "header" else NPZ_KINDS
         if dtype.kind not in kinds or dtype.fields is not None or dtype.subdtype is not None:
-            raise ValueError(f"entry {name!r} has dtype {dtype}, not a numeric array" if name != "header" else "the header is not text")
+            raise ValueError(
+                f"entry {name!r} has dtype {dtype}, not a numeric array" if name != "header" else "the header is not text"
+            )
         if name == "header" and (shape != () or dtype.itemsize > 4 * MAX_HEADER_CHARS):
             raise ValueError(f"the header is not one string of at most {MAX_HEADER_CHARS} characters")
         size = _declared_elements(shape, f"entry {name!r}", total)
         total += size if name != "header" else 0  # (the header's size is capped above)
         if info.file_size != header_bytes + size * dtype.itemsize:
-            raise ValueError(f"entry {name!r} declares {size * dtype.itemsize} bytes of data but holds {info.file_size - header_bytes}")
+            raise ValueError(
+                f"entry {name!r} declares {size * dtype.itemsize} bytes of data but holds {info.file_size - header_bytes}"
+            )
         entries[name] = info
     return entries
 
@@ -294,7 +299,17 @@ def load_limit_npz(path_or_file):
         if "pickle" in str(err).lower():
             raise ValueError(f"refusing a limit archive that needs pickle (object arrays): {err}") from None
         raise ValueError(f"not a Joint Limits archive: {err}") from None
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, RecursionError, KeyError, TypeError, RuntimeError, NotImplementedError) as err:
+    except (
+        OSError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        RecursionError,
+        KeyError,
+        TypeError,
+        RuntimeError,
+        NotImplementedError,
+    ) as err:
         # (zlib: a corrupt compressed entry; RuntimeError, NotImplementedError: an encrypted
         # one or an unknown compression method)
         raise ValueError(f"not a Joint Limits archive: {type(err).__name__}: {err}") from None

@@ -167,6 +167,7 @@ class SinusTextureLimit(LimitModel):
             np.clip(low, -full_turn, full_turn, out=low)
             np.clip(high, -full_turn, full_turn, out=high)
         return half
+
     FIT_OPTIONS = ("padding",)
 
     def __init__(self, params, config=None):

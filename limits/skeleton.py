@@ -128,8 +128,13 @@ class Skeleton:
         self.tails = as_vectors(self.tails, "tails").reshape(-1, 3)
         self.rest_rotations = quaternion_normalize(as_quaternions(self.rest_rotations, "rest_rotations")).reshape(-1, 4)
         self.rolls = np.zeros(n) if self.rolls is None else np.asarray(self.rolls, dtype=float).reshape(-1)
-        for name, arr in (("parents", self.parents), ("heads", self.heads), ("tails", self.tails),
-                          ("rest_rotations", self.rest_rotations), ("rolls", self.rolls)):
+        for name, arr in (
+            ("parents", self.parents),
+            ("heads", self.heads),
+            ("tails", self.tails),
+            ("rest_rotations", self.rest_rotations),
+            ("rolls", self.rolls),
+        ):
             if len(arr) != n:
                 raise ValueError(f"{name} has {len(arr)} entries for {n} bones")
         if np.any((self.parents < -1) | (self.parents >= np.arange(n))):
@@ -312,7 +317,13 @@ _EQUAL_RANK = {"hand": ("hand", "wrist"), "foot": ("foot", "ankle")}
 
 # Words a CMU/DAZ one-letter side prefix may precede ("lhumerus", "rShldr", "LHipJoint").
 _KNOWN_STEMS = {s for stems in BONE_SYNONYMS.values() for s in stems} | {
-    "hipjoint", "fingers", "thumb", "buttock", "eye", "handindex1", "fingerbase",
+    "hipjoint",
+    "fingers",
+    "thumb",
+    "buttock",
+    "eye",
+    "handindex1",
+    "fingerbase",
 }
 
 
@@ -343,7 +354,7 @@ def _side_split(name):
         m = re.search(pattern, base, flags=re.IGNORECASE if "left" in pattern else 0)
         if m:
             side = m.group(group)[0].upper()
-            rest = (base[: m.start()] + " " + base[m.end():]).strip()
+            rest = (base[: m.start()] + " " + base[m.end() :]).strip()
             return side, rest
     m = re.match(r"^([LlRr])([A-Za-z].*)$", base)
     if m and not base.isupper() and (_normal(m.group(2)) in _KNOWN_STEMS) and (m.group(2)[0].isupper() or base[0].islower()):
@@ -387,7 +398,7 @@ def mirror_name(name):
         else:
             swapped = "right" if word.lower() == "left" else "left"
             swapped = swapped.capitalize() if word[0].isupper() else swapped
-        return base[: m.start()] + swapped + base[m.end():] + suffix
+        return base[: m.start()] + swapped + base[m.end() :] + suffix
     side, _ = _side_split(base)
     if side is not None and base[0] in _SIDE_LETTER:
         return _SIDE_LETTER[base[0]] + base[1:] + suffix
@@ -528,9 +539,13 @@ def humanoid_skeleton():
     """
     names, parents, heads, tails, rolls = [], [], [], [], []
     for name, parent, head, tail, roll in _HUMANOID:
-        sides = ((name, parent, 1.0),) if not name.endswith(".L") else (
-            (name, parent, 1.0),
-            (name[:-2] + ".R", parent[:-2] + ".R" if parent.endswith(".L") else parent, -1.0),
+        sides = (
+            ((name, parent, 1.0),)
+            if not name.endswith(".L")
+            else (
+                (name, parent, 1.0),
+                (name[:-2] + ".R", parent[:-2] + ".R" if parent.endswith(".L") else parent, -1.0),
+            )
         )
         for bone, par, sign in sides:
             names.append(bone)

@@ -28,7 +28,9 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
         skipped = SkippedBones()
         frames = self.frames(action)
         with progress(context, len(frames)) as update:
-            baked = bake_action(obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped)
+            baked = bake_action(
+                obj, context.scene, action, frames, name=self.action_name or None, progress=update, skipped=skipped
+            )
         message = f"Baked {len(frames)} frames of {len(obj.pose.bones)} bones into {baked.name!r}"
         if self.assign:
             muted = assign_baked(obj, action, baked)

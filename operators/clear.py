@@ -15,7 +15,11 @@ class JOINTLIMITS_OT_clear(bpy.types.Operator):
     what: EnumProperty(
         name="Clear",
         description="What to remove from the selected bones",
-        items=(("LIMIT", "Limit", "The fitted limit"), ("SAMPLES", "Samples", "The rotation cloud"), ("BOTH", "Both", "Limit and samples")),
+        items=(
+            ("LIMIT", "Limit", "The fitted limit"),
+            ("SAMPLES", "Samples", "The rotation cloud"),
+            ("BOTH", "Both", "Limit and samples"),
+        ),
         default="LIMIT",
     )
 

@@ -16,7 +16,11 @@ class JOINTLIMITS_OT_enforce(bpy.types.Operator):
     state: EnumProperty(
         name="State",
         description="Switch live enforcement to this state",
-        items=(("TOGGLE", "Toggle", "On when off, off when on"), ("ON", "On", "Limit every frame"), ("OFF", "Off", "Leave poses as they are")),
+        items=(
+            ("TOGGLE", "Toggle", "On when off, off when on"),
+            ("ON", "On", "Limit every frame"),
+            ("OFF", "Off", "Leave poses as they are"),
+        ),
         default="TOGGLE",
     )
 

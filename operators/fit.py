@@ -15,7 +15,12 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
     bl_label = "Fit Limits"
     bl_options = {"REGISTER", "UNDO"}
 
-    model: EnumProperty(name="Model", description="Shape to fit (Per Bone: each bone's own model setting)", items=(("BONE", "Per Bone", "Use each bone's own model setting"), *MODEL_ITEMS), default="BONE")
+    model: EnumProperty(
+        name="Model",
+        description="Shape to fit (Per Bone: each bone's own model setting)",
+        items=(("BONE", "Per Bone", "Use each bone's own model setting"), *MODEL_ITEMS),
+        default="BONE",
+    )
 
     @classmethod
     def poll(cls, context):

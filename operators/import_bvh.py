@@ -18,7 +18,9 @@ class JOINTLIMITS_OT_import_bvh(bpy.types.Operator, ImportHelper):
     filename_ext = ".bvh"
     filter_glob: StringProperty(description="Files shown in the file browser", default="*.bvh", options={"HIDDEN"})
     append: BoolProperty(name="Append", description="Add to the existing samples instead of replacing them", default=False)
-    keep_armature: BoolProperty(name="Keep Imported Armature", description="Keep the imported BVH armature and action", default=False)
+    keep_armature: BoolProperty(
+        name="Keep Imported Armature", description="Keep the imported BVH armature and action", default=False
+    )
 
     @classmethod
     def poll(cls, context):

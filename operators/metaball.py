@@ -74,7 +74,10 @@ class JOINTLIMITS_OT_metaball_rebuild(bpy.types.Operator):
             self.report({"ERROR"}, f"Limit unchanged: {err}")
             return {"CANCELLED"}
         if info["reference_changed"]:
-            self.report({"WARNING"}, f"{info['bone']}: its reference pose changed since the export; the metaball was read in the exported one")
+            self.report(
+                {"WARNING"},
+                f"{info['bone']}: its reference pose changed since the export; the metaball was read in the exported one",
+            )
         self.report(
             {"INFO"},
             f"Rebuilt {info['bone']} from '{mb_obj.name}': {plural(info['positive'], 'sphere')}, {plural(info['negative'], 'carving sphere')}",

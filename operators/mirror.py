@@ -6,7 +6,19 @@ from ..rig.fitting import fit_pose_bone
 from ..rig.storage import read_cloud, write_cloud
 from ._common import armature_in_pose_mode, plural, selected_bones
 
-COPIED = ("enabled", "model", "mode", "influence", "padding", "use_softening", "soft_radius", "soft_falloff", "reference", "reference_frame", "twist_axis")
+COPIED = (
+    "enabled",
+    "model",
+    "mode",
+    "influence",
+    "padding",
+    "use_softening",
+    "soft_radius",
+    "soft_falloff",
+    "reference",
+    "reference_frame",
+    "twist_axis",
+)
 
 
 class JOINTLIMITS_OT_mirror(bpy.types.Operator):

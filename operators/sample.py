@@ -27,10 +27,28 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
     use_frame_range: BoolProperty(name="Frame Range", description="Only sample a frame range", default=False)
     frame_start: IntProperty(name="Start", description="First frame of the range (with Frame Range)", default=1)
     frame_end: IntProperty(name="End", description="Last frame of the range (with Frame Range)", default=250)
-    evaluated: BoolProperty(name="With Constraints", description="Evaluate every frame with constraints and IK (slower) instead of reading keys", default=False)
+    evaluated: BoolProperty(
+        name="With Constraints",
+        description="Evaluate every frame with constraints and IK (slower) instead of reading keys",
+        default=False,
+    )
     append: BoolProperty(name="Append", description="Add to the existing samples instead of replacing them", default=False)
-    min_spacing: FloatProperty(name="Min Spacing", description="Thin the samples so no two are closer than this (0: keep all)", default=0.0, min=0.0, max=1.0, subtype="ANGLE")
-    densify: FloatProperty(name="Densify", description="Insert slerp samples so consecutive samples are at most this far apart (0: off)", default=0.0, min=0.0, max=1.0, subtype="ANGLE")
+    min_spacing: FloatProperty(
+        name="Min Spacing",
+        description="Thin the samples so no two are closer than this (0: keep all)",
+        default=0.0,
+        min=0.0,
+        max=1.0,
+        subtype="ANGLE",
+    )
+    densify: FloatProperty(
+        name="Densify",
+        description="Insert slerp samples so consecutive samples are at most this far apart (0: off)",
+        default=0.0,
+        min=0.0,
+        max=1.0,
+        subtype="ANGLE",
+    )
 
     @classmethod
     def poll(cls, context):

@@ -27,7 +27,9 @@ class JOINTLIMITS_OT_swing_sphere(bpy.types.Operator):
     bl_label = "Swing Sphere"
     bl_options = {"REGISTER", "UNDO"}
 
-    direction: FloatVectorProperty(name="Direction", description="Where the bone points, in its swing frame", size=3, default=(0.0, 1.0, 0.0))
+    direction: FloatVectorProperty(
+        name="Direction", description="Where the bone points, in its swing frame", size=3, default=(0.0, 1.0, 0.0)
+    )
 
     @classmethod
     def poll(cls, context):
@@ -88,7 +90,9 @@ class JOINTLIMITS_OT_key_picks(bpy.types.Operator):
     bl_label = "Key Picks"
     bl_options = {"REGISTER", "UNDO"}
 
-    step: FloatProperty(name="Step", description="Largest swing between keys", default=ph.ARC_STEP, min=0.005, max=1.5, subtype="ANGLE")
+    step: FloatProperty(
+        name="Step", description="Largest swing between keys", default=ph.ARC_STEP, min=0.005, max=1.5, subtype="ANGLE"
+    )
     clear: BoolProperty(name="Clear Picks", description="Forget the picks once keyed", default=True)
 
     @classmethod
@@ -96,7 +100,9 @@ class JOINTLIMITS_OT_key_picks(bpy.types.Operator):
         return _has_picks(cls, context)
 
     def execute(self, context):
-        frames = posing.key_picks(context.object, context.active_pose_bone, overlay.picks(), context.scene.frame_current, self.step)
+        frames = posing.key_picks(
+            context.object, context.active_pose_bone, overlay.picks(), context.scene.frame_current, self.step
+        )
         if self.clear:
             overlay.set_picks([])
         self.report({"INFO"}, f"Keyed frames {int(frames[0])}-{int(frames[-1])}")

@@ -21,7 +21,9 @@ class JOINTLIMITS_OT_twist_disk(bpy.types.Operator):
     bl_label = "Twist Disk"
     bl_options = {"REGISTER", "UNDO"}
 
-    twist: FloatProperty(name="Twist", description="Twist about the bone axis, relative to the limit's reference", default=0.0, subtype="ANGLE")
+    twist: FloatProperty(
+        name="Twist", description="Twist about the bone axis, relative to the limit's reference", default=0.0, subtype="ANGLE"
+    )
 
     @classmethod
     def poll(cls, context):
@@ -81,7 +83,10 @@ class JOINTLIMITS_OT_record_twist_limit(bpy.types.Operator):
     side: EnumProperty(
         name="Side",
         description="Which end of the twist range the current twist sets",
-        items=(("MIN", "Minimum", "The current twist is the smallest allowed here"), ("MAX", "Maximum", "The current twist is the largest allowed here")),
+        items=(
+            ("MIN", "Minimum", "The current twist is the smallest allowed here"),
+            ("MAX", "Maximum", "The current twist is the largest allowed here"),
+        ),
         default="MAX",
     )
 

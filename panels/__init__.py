@@ -8,7 +8,14 @@ from .bone_constraints import JOINTLIMITS_PT_bone_constraint
 from .sidebar import JOINTLIMITS_PT_enforce, JOINTLIMITS_PT_limit, JOINTLIMITS_PT_tools
 from .texture import JOINTLIMITS_PT_texture
 
-classes = (JOINTLIMITS_PT_limit, JOINTLIMITS_PT_texture, JOINTLIMITS_PT_enforce, JOINTLIMITS_PT_tools, JOINTLIMITS_PT_bone_constraint, *authoring_classes)
+classes = (
+    JOINTLIMITS_PT_limit,
+    JOINTLIMITS_PT_texture,
+    JOINTLIMITS_PT_enforce,
+    JOINTLIMITS_PT_tools,
+    JOINTLIMITS_PT_bone_constraint,
+    *authoring_classes,
+)
 
 
 def register():

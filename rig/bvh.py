@@ -65,12 +65,16 @@ def _check_hierarchy(lines):
             channels = [c.lower() for c in body[2][1][2:]]
             declared = body[2][1][1] if len(body[2][1]) > 1 else ""
             if not declared.isdigit() or int(declared) != len(channels):
-                raise ValueError(f"line {body[2][0]}: CHANNELS of {name!r} declares {declared or 'no count'} but names {len(channels)}")
+                raise ValueError(
+                    f"line {body[2][0]}: CHANNELS of {name!r} declares {declared or 'no count'} but names {len(channels)}"
+                )
             unknown = [c for c in channels if c not in POSITION_CHANNELS + ROTATION_CHANNELS]
             rotations = sum(c in ROTATION_CHANNELS for c in channels)
             if unknown or len(set(channels)) != len(channels) or rotations not in (0, 3):
                 listed = " ".join(body[2][1][2:])
-                raise ValueError(f"line {body[2][0]}: joint {name!r} has channels {listed}; Blender reads positions and 0 or 3 rotations, each once")
+                raise ValueError(
+                    f"line {body[2][0]}: joint {name!r} has channels {listed}; Blender reads positions and 0 or 3 rotations, each once"
+                )
             joints.append((name, channels))
             depth += 1
             i += 4
@@ -186,7 +190,9 @@ def import_bvh_armature(context, filepath):
     collections = (bpy.data.objects, bpy.data.armatures, bpy.data.actions)
     before = [set(c) for c in collections]
     try:
-        result = bpy.ops.import_anim.bvh(filepath=str(filepath), rotate_mode="QUATERNION", update_scene_fps=False, use_fps_scale=False)
+        result = bpy.ops.import_anim.bvh(
+            filepath=str(filepath), rotate_mode="QUATERNION", update_scene_fps=False, use_fps_scale=False
+        )
         new = [o for o in bpy.data.objects if o not in before[0] and o.type == "ARMATURE"]
         if "FINISHED" not in result or not new:
             raise ValueError(f"Blender's BVH importer did not import {name}")

@@ -70,4 +70,3 @@ def boundary_tour(obj, pose_bone, count=48, frame_start=1):
     action.use_fake_user = True
     assign_action(obj, action)
     return action
-

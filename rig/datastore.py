@@ -345,7 +345,10 @@ HANDLERS = ((bpy.app.handlers.save_pre, on_save_pre), (bpy.app.handlers.load_pos
 
 def register():
     bpy.types.Armature.joint_limits_data = bpy.props.PointerProperty(
-        type=bpy.types.Text, name="Joint Limits Data", description="Text block holding the rotation clouds and fitted limits of this armature's bones", options={"HIDDEN"}
+        type=bpy.types.Text,
+        name="Joint Limits Data",
+        description="Text block holding the rotation clouds and fitted limits of this armature's bones",
+        options={"HIDDEN"},
     )
     install(HANDLERS, __name__)
 

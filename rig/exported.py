@@ -19,7 +19,11 @@ def is_exported(obj, object_type):
 def find_exported(object_type, armature, pose_bone):
     """The ``object_type`` object exported for ``pose_bone`` of ``armature``, or ``None``."""
     for candidate in bpy.data.objects:
-        if is_exported(candidate, object_type) and candidate[PROP_ARMATURE] == armature.name and candidate[PROP_BONE] == pose_bone.name:
+        if (
+            is_exported(candidate, object_type)
+            and candidate[PROP_ARMATURE] == armature.name
+            and candidate[PROP_BONE] == pose_bone.name
+        ):
             return candidate
     return None
 

@@ -54,4 +54,3 @@ def key_rotations(obj, rotations, name="Motion", frame_start=1, assign=True):
     else:
         action.use_fake_user = True  # keep it through save/reload
     return action
-

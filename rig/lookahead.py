@@ -38,7 +38,11 @@ def action_poses(obj, snapshot, max_frames):
         return None
     frames = action_frames(action)
     if len(frames) > max_frames:
-        start = np.clip(obj.users_scene[0].frame_current - max_frames // 2 if obj.users_scene else frames[0], frames[0], frames[-1] - max_frames + 1)
+        start = np.clip(
+            obj.users_scene[0].frame_current - max_frames // 2 if obj.users_scene else frames[0],
+            frames[0],
+            frames[-1] - max_frames + 1,
+        )
         frames = np.arange(start, start + max_frames)
     read = snapshot.channels_read()  # the others stay zero in every key
     poses = snapshot.over_frames(len(frames))

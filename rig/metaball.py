@@ -102,7 +102,9 @@ def _surface_limit(obj, pose_bone):
         return limit, "limit"
     cloud = read_cloud(pose_bone)
     if not len(cloud):
-        raise ValueError(f"{pose_bone.name}: its limit is not a quaternion surface and it has no samples to fit one; sample an action first")
+        raise ValueError(
+            f"{pose_bone.name}: its limit is not a quaternion surface and it has no samples to fit one; sample an action first"
+        )
     settings = pose_bone.joint_limit
     if limit is not None:
         reference, centre = limit.reference, limit.centre

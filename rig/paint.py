@@ -89,7 +89,9 @@ def model_from_paint(model, pixels):
     image = np.array(model.params["image"], dtype=float)
     pixels = np.asarray(pixels, dtype=float)
     if pixels.shape[:2] != image.shape[:2]:
-        raise ValueError(f"the paint image is {pixels.shape[1]}x{pixels.shape[0]}, the limit's texture {image.shape[1]}x{image.shape[0]}")
+        raise ValueError(
+            f"the paint image is {pixels.shape[1]}x{pixels.shape[0]}, the limit's texture {image.shape[1]}x{image.shape[0]}"
+        )
     image[..., MASK] = pixels[..., PAINT_MASK] >= 0.5
     image[..., STRESS] = np.clip(pixels[..., PAINT_STRESS], 0.0, 1.0)
     return SinusTextureLimit.from_image(image, model.config["layout"])
@@ -229,7 +231,9 @@ def set_brush(context, kind, strength=None):
     brush.blend = blend
     brush.color = colour
     # Blender 5: per-mode unified settings; 4.x: on the tool settings
-    unified = getattr(paint, "unified_paint_settings", None) or getattr(context.scene.tool_settings, "unified_paint_settings", None)
+    unified = getattr(paint, "unified_paint_settings", None) or getattr(
+        context.scene.tool_settings, "unified_paint_settings", None
+    )
     if unified is not None and getattr(unified, "use_unified_color", False):
         unified.color = colour
     if strength is not None:

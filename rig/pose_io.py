@@ -25,7 +25,13 @@ CHANNEL_ARRAYS = {"rotation_quaternion": "quaternion", "rotation_euler": "euler"
 
 def channel_of(code):
     """The channel a bone in rotation mode ``code`` (see :func:`mode_code`) is posed with."""
-    return "rotation_quaternion" if code == MODE_QUATERNION else "rotation_axis_angle" if code == MODE_AXIS_ANGLE else "rotation_euler"
+    return (
+        "rotation_quaternion"
+        if code == MODE_QUATERNION
+        else "rotation_axis_angle"
+        if code == MODE_AXIS_ANGLE
+        else "rotation_euler"
+    )
 
 
 def mode_code(mode):
@@ -111,7 +117,12 @@ class PoseArrays:
 
         sel = modes == MODE_QUATERNION
         if sel.any():
-            store(self.quaternion, "rotation_quaternion", sel, quaternion_toward(q[..., sel, :], self.quaternion[..., rows[sel], :].astype(float)))
+            store(
+                self.quaternion,
+                "rotation_quaternion",
+                sel,
+                quaternion_toward(q[..., sel, :], self.quaternion[..., rows[sel], :].astype(float)),
+            )
         sel = modes == MODE_AXIS_ANGLE
         if sel.any():
             store(self.axis_angle, "rotation_axis_angle", sel, axis_angle_from_quaternion(q[..., sel, :]))
@@ -119,13 +130,22 @@ class PoseArrays:
             sel = modes == code
             if sel.any():
                 new = euler_from_quaternion(q[..., sel, :], order)
-                store(self.euler, "rotation_euler", sel, euler_compatible(new, self.euler[..., rows[sel], :].astype(float), order))
+                store(
+                    self.euler, "rotation_euler", sel, euler_compatible(new, self.euler[..., rows[sel], :].astype(float), order)
+                )
         return changed
 
     def key(self, frame=...):
         """Bytes identifying this snapshot (rotation modes and every channel's values), or
         frame ``frame`` of an :meth:`over_frames` one."""
-        return b"".join((self.modes.tobytes(), self.quaternion[frame].tobytes(), self.euler[frame].tobytes(), self.axis_angle[frame].tobytes()))
+        return b"".join(
+            (
+                self.modes.tobytes(),
+                self.quaternion[frame].tobytes(),
+                self.euler[frame].tobytes(),
+                self.axis_angle[frame].tobytes(),
+            )
+        )
 
     def values(self, channels, frame=...):
         """Copies of the named channels' arrays ``{channel: array}`` (of frame ``frame`` of an

@@ -19,7 +19,6 @@ from .storage import read_limit, write_cloud, write_limit
 TWIST_KEYS = "joint_limits_twist_keys"
 
 
-
 def reference_of(pose_bone):
     """The limit's reference rotation (identity without a limit)."""
     limit = read_limit(pose_bone)

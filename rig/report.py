@@ -68,7 +68,9 @@ def report_text(obj, action, rows, skipped=None):
     for r in outside + inside:
         frame = r["worst_frame"] if r["frames_out"] else "-"
         stress = f"   stress {r['stress']:.2f} at frame {r['stress_frame']}" if "stress" in r else ""
-        lines.append(f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {frame}{stress}")
+        lines.append(
+            f"{r['bone']:<20} {r['model']:<13} {r['frames_out']:>4}/{r['frames']:<4} {r['worst_deg']:>8.1f}°  {frame}{stress}"
+        )
     for name, why in (skipped or {}).items():
         lines.append(f"{name:<20} skipped: {why}")
     lines.append(f"{len(outside)} of {len(rows)} limited bones leave their limits")

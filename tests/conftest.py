@@ -50,7 +50,9 @@ def pytest_unconfigure(config):
     if bpy is not None and bpy.app.version < (5, 0, 0) and _EXIT in config.stash:
         stats = getattr(config.pluginmanager.get_plugin("terminalreporter"), "stats", {})
         counts = ", ".join(f"{len(stats[k])} {k}" for k in ("passed", "failed", "error", "skipped") if stats.get(k))
-        print(f"bpy {bpy.app.version_string}: {counts}; exit status {config.stash[_EXIT]} (the process ends itself, see conftest.py)")
+        print(
+            f"bpy {bpy.app.version_string}: {counts}; exit status {config.stash[_EXIT]} (the process ends itself, see conftest.py)"
+        )
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             stream.flush()
         blender_session.clean_up()

@@ -284,7 +284,9 @@ def test_ctrl_z_brings_back_the_limit_from_before_painting(textured, addon, appl
         # limit follows the restored painting
         _ctrl_z(1 + 3)
         assert bpy.context.mode == "PAINT_TEXTURE" and paint.session()["bone"] == "lower"
-        np.testing.assert_array_equal(_paint_pixels(bpy.data.images[image_name])[..., :2], paint.paint_pixels(original.model)[..., :2].astype(np.float32))
+        np.testing.assert_array_equal(
+            _paint_pixels(bpy.data.images[image_name])[..., :2], paint.paint_pixels(original.model)[..., :2].astype(np.float32)
+        )
         restored = storage.read_limit(_rig()[1])
         np.testing.assert_array_equal(restored.contains(cloud), original.contains(cloud))
         assert restored.contains(pose)

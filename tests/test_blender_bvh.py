@@ -31,7 +31,9 @@ def write_bvh(path, frames=30, seed=0):
         lines.append(f"{pad}{kind} {name}")
         lines.append(f"{pad}{{")
         lines.append(f"{pad}  OFFSET {' '.join(str(float(v)) for v in offsets[name])}")
-        chans = "6 Xposition Yposition Zposition Zrotation Xrotation Yrotation" if depth == 0 else "3 Zrotation Xrotation Yrotation"
+        chans = (
+            "6 Xposition Yposition Zposition Zrotation Xrotation Yrotation" if depth == 0 else "3 Zrotation Xrotation Yrotation"
+        )
         lines.append(f"{pad}  CHANNELS {chans}")
         for child in children.get(name, []):
             joint(child, depth + 1)

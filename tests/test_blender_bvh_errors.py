@@ -24,13 +24,25 @@ def _motion_line(path, frame, change):
 
 BROKEN = [
     ("frames_zero", lambda p: _mangle(p, "Frames: 30", "Frames: 0"), "holds no motion \\(Frames: 0\\)"),
-    ("short_line", lambda p: _motion_line(p, 7, lambda line: " ".join(line.split()[:-4])), "line \\d+: 26 numbers, the hierarchy has 30 channels"),
+    (
+        "short_line",
+        lambda p: _motion_line(p, 7, lambda line: " ".join(line.split()[:-4])),
+        "line \\d+: 26 numbers, the hierarchy has 30 channels",
+    ),
     ("not_a_number", lambda p: _motion_line(p, 3, lambda line: line.replace(" ", " abc ", 1)), "numbers|not a number"),
-    ("word_in_motion", lambda p: _motion_line(p, 3, lambda line: "1.0x " + " ".join(line.split()[1:])), "line \\d+: '1.0x' is not a number"),
+    (
+        "word_in_motion",
+        lambda p: _motion_line(p, 3, lambda line: "1.0x " + " ".join(line.split()[1:])),
+        "line \\d+: '1.0x' is not a number",
+    ),
     ("frame_count", lambda p: _mangle(p, "Frames: 30", "Frames: 31"), "'Frames: 31' but the file holds 30 frames"),
     ("no_motion", lambda p: p.write_text(p.read_text().split("MOTION")[0]), "no MOTION section"),
     ("no_frame_time", lambda p: _mangle(p, "Frame Time: 0.0333333", "Frame Rate: 30"), "Frame Time"),
-    ("channel_count", lambda p: _mangle(p, "CHANNELS 3 Zrotation", "CHANNELS 4 Zrotation"), "CHANNELS of 'Spine' declares 4 but names 3"),
+    (
+        "channel_count",
+        lambda p: _mangle(p, "CHANNELS 3 Zrotation", "CHANNELS 4 Zrotation"),
+        "CHANNELS of 'Spine' declares 4 but names 3",
+    ),
     ("nan_offset", lambda p: _mangle(p, "OFFSET 0.0 10.0 0.0", "OFFSET 0.0 nan 0.0"), "OFFSET of 'Spine' holds NaN or infinity"),
     ("unbalanced", lambda p: _mangle(p, "  }\n}\nMOTION", "  }\nMOTION"), "MOTION before the hierarchy is complete"),
     ("not_bvh", lambda p: p.write_text("hello\n"), "does not start with HIERARCHY"),
@@ -58,7 +70,10 @@ def test_malformed_bvh_is_refused_in_one_line_and_leaves_nothing(clean_file, add
 
 def test_checked_file_still_imports_and_names_its_joints(clean_file, addon, tmp_path):
     check = addon.rig.bvh.check_bvh(write_bvh(tmp_path / "take.bvh"))
-    assert check.frame_count == 30 and check.joints[0] == ("Hips", ["xposition", "yposition", "zposition", "zrotation", "xrotation", "yrotation"])
+    assert check.frame_count == 30 and check.joints[0] == (
+        "Hips",
+        ["xposition", "yposition", "zposition", "zrotation", "xrotation", "yrotation"],
+    )
     assert not check.bad_rotation_frames
     with pytest.raises(ValueError, match="cannot read no.bvh"):
         addon.rig.bvh.check_bvh(tmp_path / "no.bvh")

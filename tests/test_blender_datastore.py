@@ -115,7 +115,9 @@ def test_undo_brings_a_cleared_limit_back(clean_file, addon, tmp_path):
 
 def _join(active, other):
     bpy.ops.object.mode_set(mode="OBJECT")
-    with bpy.context.temp_override(active_object=active, object=active, selected_objects=[active, other], selected_editable_objects=[active, other]):
+    with bpy.context.temp_override(
+        active_object=active, object=active, selected_objects=[active, other], selected_editable_objects=[active, other]
+    ):
         assert bpy.ops.object.join() == {"FINISHED"}
 
 

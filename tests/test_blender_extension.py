@@ -59,7 +59,10 @@ def test_validate_build_and_install_the_zip(tmp_path):
     names = result["names"]
     assert "blender_manifest.toml" in names and "limits/quaternion.py" in names and "LICENSE" in names
     assert not any(n.endswith(".zip") for n in names)
-    assert not any(n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n for n in names)
+    assert not any(
+        n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n
+        for n in names
+    )
     assert result["enabled"] and result["has_op"] and result["has_prop"]
 
 
@@ -100,5 +103,7 @@ def test_every_operator_documents_itself_and_its_parameters(addon):
         module, name = cls.bl_idname.split(".")
         rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
         missing += [cls.bl_idname] if not rna.description.strip() else []
-        missing += [f"{cls.bl_idname}.{p.identifier}" for p in rna.properties if p.identifier != "rna_type" and not p.description.strip()]
+        missing += [
+            f"{cls.bl_idname}.{p.identifier}" for p in rna.properties if p.identifier != "rna_type" and not p.description.strip()
+        ]
     assert not missing

@@ -97,14 +97,21 @@ def test_an_edited_key_is_limited_as_it_comes(clean_file, addon):
     assert rig.computed == 0
     # change one key after the look-ahead: that frame's pose is new and limited on the spot
     action = obj.animation_data.action
-    fc = next(fc for fc in addon.rig.actions.action_fcurves(obj, action) if fc.data_path.endswith('["root"].rotation_quaternion') and fc.array_index == 1)
+    fc = next(
+        fc
+        for fc in addon.rig.actions.action_fcurves(obj, action)
+        if fc.data_path.endswith('["root"].rotation_quaternion') and fc.array_index == 1
+    )
     fc.keyframe_points[9].co[1] = 0.99
     fc.update()
     bpy.context.scene.frame_set(10)
     assert addon.enforcement.compiled(obj) is rig and rig.computed == 1
     limit = addon.rig.storage.read_limit(obj.pose.bones["root"])
     assert limit.violation(np.array(obj.pose.bones["root"].rotation_quaternion)) < 1e-4
-    assert q.quaternion_angle(np.array(obj.pose.bones["root"].rotation_quaternion), q.quaternion_normalize([0.14, 0.99, 0.0, 0.0])) > 0.1
+    assert (
+        q.quaternion_angle(np.array(obj.pose.bones["root"].rotation_quaternion), q.quaternion_normalize([0.14, 0.99, 0.0, 0.0]))
+        > 0.1
+    )
 
 
 def test_toggling_enforcement_keeps_compiled_limits_and_a_refit_still_counts(clean_file, addon):

@@ -152,7 +152,9 @@ def gpu_results(tmp_path_factory):
     run = subprocess.run([sys.executable, "-c", GPU_SCRIPT, str(ROOT)], env=env, capture_output=True, text=True, timeout=600)
     tail = "\n".join((run.stdout + run.stderr).splitlines()[-30:])
     if run.returncode < 0 and "GPU_READY" not in run.stdout:
-        pytest.skip(f"headless OpenGL is unavailable: the process died from signal {-run.returncode} while starting the GPU\n{tail}")
+        pytest.skip(
+            f"headless OpenGL is unavailable: the process died from signal {-run.returncode} while starting the GPU\n{tail}"
+        )
     assert run.returncode == 0, f"GPU subprocess failed (rc {run.returncode}):\n{tail}"
     line = next((x for x in run.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, f"GPU subprocess printed no result:\n{tail}"

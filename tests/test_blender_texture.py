@@ -173,7 +173,9 @@ def test_fit_warns_about_disconnected_regions(clean_file, addon, capfd):
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, len(obj.pose.bones), 1))
     # two separate swing clusters, 70 degrees either side of rest, nothing in between
     side = np.where(np.arange(frames) < frames // 2, 1.0, -1.0)
-    swing = np.stack((side * 0.6 + rng.normal(scale=0.05, size=frames), np.zeros(frames), rng.normal(scale=0.05, size=frames)), -1)
+    swing = np.stack(
+        (side * 0.6 + rng.normal(scale=0.05, size=frames), np.zeros(frames), rng.normal(scale=0.05, size=frames)), -1
+    )
     b = obj.pose.bones.find("forearm.L")
     motion[:, b] = q.quaternion_from_exp_map(swing)
     addon.rig.humanoid.key_rotations(obj, motion, "Two")

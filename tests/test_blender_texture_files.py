@@ -20,6 +20,7 @@ def textured(clean_file, addon):
 
 def write_png(path, width, height):
     """A valid RGBA 8-bit PNG of zeros (zlib squeezes them: large images stay small files)."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -33,10 +34,13 @@ def write_png(path, width, height):
 
 def write_exr_header(path, width, height):
     """The header of an OpenEXR file declaring a ``width x height`` data window (no pixels)."""
+
     def attribute(name, kind, value):
         return name + b"\0" + kind + b"\0" + struct.pack("<i", len(value)) + value
 
-    header = attribute(b"compression", b"compression", b"\0") + attribute(b"dataWindow", b"box2i", struct.pack("<4i", 0, 0, width - 1, height - 1))
+    header = attribute(b"compression", b"compression", b"\0") + attribute(
+        b"dataWindow", b"box2i", struct.pack("<4i", 0, 0, width - 1, height - 1)
+    )
     path.write_bytes(b"v/1\x01" + struct.pack("<i", 2) + header + b"\0")
     return path
 
@@ -60,7 +64,9 @@ def test_oversized_png_is_refused_from_its_header(textured, addon, tmp_path):
     path = write_png(tmp_path / "huge.png", 2048, 2048)
     images = set(bpy.data.images)
     start = time.perf_counter()
-    expect_error(bpy.ops.pose.joint_limits_texture_import, "huge.png is a 2048x2048 PNG; a Kelly texture is 256x512", filepath=str(path))
+    expect_error(
+        bpy.ops.pose.joint_limits_texture_import, "huge.png is a 2048x2048 PNG; a Kelly texture is 256x512", filepath=str(path)
+    )
     assert time.perf_counter() - start < 0.5
     assert set(bpy.data.images) == images and pb.joint_limit.limit_data == before
 
@@ -70,7 +76,10 @@ def test_oversized_png_is_refused_from_its_header(textured, addon, tmp_path):
     [
         (lambda p: write_exr_header(p, 100_000, 100_000), "big.exr is a 100000x100000 EXR: texture shape"),
         (lambda p: write_exr_header(p, 3, 5), "big.exr is a 3x5 EXR: texture shape"),
-        (lambda p: p.write_bytes(b"v/1\x01\x02\0\0\0compression\0compression\0\x01\0\0\0\0\0"), "big.exr is an OpenEXR header without a dataWindow"),
+        (
+            lambda p: p.write_bytes(b"v/1\x01\x02\0\0\0compression\0compression\0\x01\0\0\0\0\0"),
+            "big.exr is an OpenEXR header without a dataWindow",
+        ),
         (lambda p: p.write_bytes(b"\xff\xd8\xff\xe0 a JPEG"), "big.exr is neither a PNG nor an OpenEXR file"),
         (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n"), "big.exr is a damaged PNG"),
     ],

@@ -18,4 +18,3 @@ def test_metaball_rebuild_with_a_degenerate_pole_changes_nothing(clean_file, add
     before = (pb.joint_limit.model, pb.joint_limit.limit_data)
     expect_error(bpy.ops.pose.joint_limits_metaball_rebuild, "Limit unchanged")
     _unchanged(pb, before)
-

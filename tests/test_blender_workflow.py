@@ -197,7 +197,9 @@ def test_export_native_matches_blender_limit_rotation(clean_file, addon):
     assert bpy.ops.pose.joint_limits_export_native() == {"FINISHED"}
     con = pb.constraints["Joint Limit (native)"]
     cloud = addon.rig.storage.read_cloud(pb)
-    box = addon.limits.joint.JointLimit.fit(cloud, kind="euler_box", reference="REST", order="XYZ", padding=pb.joint_limit.padding)
+    box = addon.limits.joint.JointLimit.fit(
+        cloud, kind="euler_box", reference="REST", order="XYZ", padding=pb.joint_limit.padding
+    )
     assert con.min_x == pytest.approx(box.model.params["mins"][0], abs=1e-6)
     obj.animation_data.action = None
     pb.joint_limit.enabled = False
@@ -238,7 +240,11 @@ def test_show_cloud_creates_point_object_beside_the_rig(clean_file, addon):
     assert len(cloud.data.vertices) == 240
     assert cloud.instance_type == "VERTS" and bpy.data.objects["JL Rig lower cloud dot"].parent == cloud
     bpy.context.view_layer.update()
-    instances = [i for i in bpy.context.evaluated_depsgraph_get().object_instances if i.is_instance and i.parent and i.parent.original == cloud]
+    instances = [
+        i
+        for i in bpy.context.evaluated_depsgraph_get().object_instances
+        if i.is_instance and i.parent and i.parent.original == cloud
+    ]
     assert len(instances) == 240, "a visible dot on every sample"
     assert len(shape.data.polygons) > 100
     assert cloud.location.x > 0.5
@@ -282,7 +288,9 @@ def test_panels_register_and_live_status_reports_violation(clean_file, addon):
 
 def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, addon, tmp_path):
     """The model menu lists every registered model; each one works end to end in Blender."""
-    kinds = [item.identifier for item in bpy.types.Bone.bl_rna.properties["joint_limit"].fixed_type.properties["model"].enum_items]
+    kinds = [
+        item.identifier for item in bpy.types.Bone.bl_rna.properties["joint_limit"].fixed_type.properties["model"].enum_items
+    ]
     assert {"euler_box", "box", "oriented_box", "ellipsoid", "kdop"} <= set(kinds)
     for kind in kinds:
         bpy.ops.wm.read_homefile(use_empty=True)

@@ -198,7 +198,9 @@ def test_wrapping_swivel_ranges(wrapped_arm):
     low, high = wrapped_arm.swivel_range(end)
     assert (high > np.pi).mean() > 0.3  # intervals across +-pi: max beyond pi
     assert np.all(high - low < 2 * np.pi - 0.5)  # ... and not the full circle
-    opposite = ((swivel_centre((end - ROOT) / np.linalg.norm(end - ROOT, axis=-1, keepdims=True), np.pi - 0.3)) % (2 * np.pi)) - np.pi
+    opposite = (
+        (swivel_centre((end - ROOT) / np.linalg.norm(end - ROOT, axis=-1, keepdims=True), np.pi - 0.3)) % (2 * np.pi)
+    ) - np.pi
     assert wrapped_arm.contains(end, opposite).mean() < 0.01
 
 

@@ -77,7 +77,9 @@ def test_axis_angle_matches(rotations):
     ours = axis_angle_from_quaternion(short)
     theirs = np.array([(q.to_axis_angle()[1], *q.to_axis_angle()[0]) for q in map(mathutils.Quaternion, short)])
     np.testing.assert_allclose(ours, theirs, atol=TOL)
-    axis_angle = np.concatenate((np.random.default_rng(8).uniform(-7, 7, (N, 1)), np.random.default_rng(9).normal(size=(N, 3))), -1)
+    axis_angle = np.concatenate(
+        (np.random.default_rng(8).uniform(-7, 7, (N, 1)), np.random.default_rng(9).normal(size=(N, 3))), -1
+    )
     built = np.array([tuple(mathutils.Quaternion(a[1:], a[0])) for a in axis_angle])
     assert cover_gap(quaternion_from_axis_angle(axis_angle), built) < TOL
     identity = mathutils.Quaternion().to_axis_angle()

@@ -647,7 +647,9 @@ def test_ellipsoid_fast_projection_equals_the_general_one(mode):
         assert np.array_equal(fast[inside], points[inside])
         # Off the plane / axis: the three-component path, the same results.
         moved = points + (1e-3, 1e-3, 1e-3)
-        np.testing.assert_allclose(model._project_shape(shape, moved), model._project_shape(shape, moved[None])[0], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(
+            model._project_shape(shape, moved), model._project_shape(shape, moved[None])[0], rtol=0, atol=1e-13
+        )
 
 
 def test_box_swing_twist_component_path_equals_the_generic_one(monkeypatch):
@@ -929,7 +931,13 @@ def euler_box_queries(order, rng, n=6000):
     locked[:, "XYZ".index(order[1])] = rng.choice([np.pi / 2, -np.pi / 2], 300)  # gimbal lock
     near_locked = locked.copy()
     near_locked[:, "XYZ".index(order[1])] *= 1.0 - 10.0 ** rng.uniform(-12, -4, 300)
-    odd = [[np.nan, 0.0, 0.0, 1.0], [0.0, np.inf, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [1e-12, 0.0, 1e-12, 0.0], [1e200, 0.0, 1e200, 0.0]]
+    odd = [
+        [np.nan, 0.0, 0.0, 1.0],
+        [0.0, np.inf, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [1e-12, 0.0, 1e-12, 0.0],
+        [1e200, 0.0, 1e200, 0.0],
+    ]
     return np.concatenate((q, quaternion_from_euler(locked, order), quaternion_from_euler(near_locked, order), odd))
 
 
@@ -940,7 +948,10 @@ EULER_BOXES = {
     "full turn": ([-1.0, -4.0, -0.2], [0.2, 4.0, 0.3]),
     "all free": ([-np.pi, -np.pi, -np.pi], [np.pi, np.pi, np.pi]),
     "max == min": ([0.3, -0.3, 0.5], [0.3, 0.4, 0.5]),
-    "turns away": ([-1.0 + 4 * np.pi, -0.3 - 2 * np.pi, -0.2 + 100 * np.pi], [0.2 + 4 * np.pi, 0.4 - 2 * np.pi, 0.3 + 100 * np.pi]),
+    "turns away": (
+        [-1.0 + 4 * np.pi, -0.3 - 2 * np.pi, -0.2 + 100 * np.pi],
+        [0.2 + 4 * np.pi, 0.4 - 2 * np.pi, 0.3 + 100 * np.pi],
+    ),
 }
 
 

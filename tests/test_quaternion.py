@@ -63,8 +63,10 @@ def axis_matrix(axis, angle):
     return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
 
 
-unit_quaternions = arrays(np.float64, 4, elements=st.floats(-1, 1)).filter(lambda q: np.linalg.norm(q) > 0.1).map(
-    lambda q: q / np.linalg.norm(q)
+unit_quaternions = (
+    arrays(np.float64, 4, elements=st.floats(-1, 1))
+    .filter(lambda q: np.linalg.norm(q) > 0.1)
+    .map(lambda q: q / np.linalg.norm(q))
 )
 
 
@@ -381,7 +383,9 @@ def test_swing_twist_recomposes_and_twist_keeps_axis(axis, rng):
     np.testing.assert_allclose(np.cross(twist[:, 1:], u), 0.0, atol=1e-12)
     np.testing.assert_allclose(swing[:, 1:] @ u, 0.0, atol=1e-12)
     # The swing alone puts the axis where q does.
-    np.testing.assert_allclose(quaternion_rotate(swing, np.broadcast_to(u, (N, 3))), quaternion_rotate(q, np.broadcast_to(u, (N, 3))), atol=1e-12)
+    np.testing.assert_allclose(
+        quaternion_rotate(swing, np.broadcast_to(u, (N, 3))), quaternion_rotate(q, np.broadcast_to(u, (N, 3))), atol=1e-12
+    )
     # The twist keeps q's cover.
     assert np.all(np.sign(twist[:, 0]) == np.sign(q[:, 0]))
 

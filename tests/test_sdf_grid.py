@@ -361,7 +361,9 @@ def test_rows_beyond_a_box_corner_project_as_in_a_mixed_batch(ball, arc):
             np.testing.assert_allclose(mixed[0], cached[i], atol=1e-12)
         assert model.contains(cached).all()
     stacked = SdfGridLimit.stack([ball, arc])
-    q = np.stack((quaternion_from_exp_map(_beyond_corners(ball, 200, 13)), quaternion_from_exp_map(_beyond_corners(arc, 200, 14))), axis=1)
+    q = np.stack(
+        (quaternion_from_exp_map(_beyond_corners(ball, 200, 13)), quaternion_from_exp_map(_beyond_corners(arc, 200, 14))), axis=1
+    )
     p = stacked.project(q)
     np.testing.assert_allclose(p[:, 0], ball.project(q[:, 0]), atol=1e-12)
     np.testing.assert_allclose(p[:, 1], arc.project(q[:, 1]), atol=1e-12)

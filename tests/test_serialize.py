@@ -166,7 +166,31 @@ def test_damaged_json_raises_only_value_error(kind, edits):
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["format", "version", "model", "kind", "config", "params", "shape", "__array__", "__base64__", "dtype", "reference", "centre", "mins", "maxs"]), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "format",
+                    "version",
+                    "model",
+                    "kind",
+                    "config",
+                    "params",
+                    "shape",
+                    "__array__",
+                    "__base64__",
+                    "dtype",
+                    "reference",
+                    "centre",
+                    "mins",
+                    "maxs",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
     max_leaves=30,
 )
 
@@ -175,7 +199,12 @@ JSON_VALUES = st.recursive(
 @given(value=JSON_VALUES, base=st.sampled_from(sorted(LIMITS)))
 def test_foreign_json_structures_raise_only_value_error(value, base):
     data = json.loads(limit_to_json(LIMITS[base]))
-    for target in (value, {**data, "model": value}, {**data, "model": {**data["model"], "params": value}}, {**data, "model": {**data["model"], "config": value}}):
+    for target in (
+        value,
+        {**data, "model": value},
+        {**data, "model": {**data["model"], "params": value}},
+        {**data, "model": {**data["model"], "config": value}},
+    ):
         try:
             limit_from_json(json.dumps(target))
         except ValueError:

@@ -38,7 +38,9 @@ def test_disc_round_trip_and_equal_area_radii():
     assert np.all(np.linalg.norm(p, axis=-1) <= 2.0 + 1e-12)
     np.testing.assert_allclose(smap.direction_from_disc(p), d, atol=1e-9)
     # a direction theta from +Y lands at 2 sin(theta / 2): the centre, 90 degrees, the opposite pole
-    np.testing.assert_allclose(np.linalg.norm(smap.disc_from_direction([[0, 1, 0], [1, 0, 0], [0, 0, -1]]), axis=-1), [0, np.sqrt(2), np.sqrt(2)])
+    np.testing.assert_allclose(
+        np.linalg.norm(smap.disc_from_direction([[0, 1, 0], [1, 0, 0], [0, 0, -1]]), axis=-1), [0, np.sqrt(2), np.sqrt(2)]
+    )
     np.testing.assert_allclose(np.linalg.norm(smap.disc_from_direction([0.0, -1.0, 0.0])), 2.0)
     np.testing.assert_allclose(smap.ring_radius(np.radians([0, 90, 180])), [0, np.sqrt(2), 2])
     # +X is to the right, +Z up
