@@ -89,6 +89,14 @@ def selected_bones(context):
     return list(context.selected_pose_bones or ())
 
 
+def selected_bones_with_samples(context):
+    """The selected pose bones that have samples; ``ValueError`` (a status-bar error) when none has."""
+    bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
+    if not bones:
+        raise ValueError("No selected bone has samples")
+    return bones
+
+
 @contextlib.contextmanager
 def progress(context, total):
     """``update(i)`` callback driving the window manager's progress indicator."""

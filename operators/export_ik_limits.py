@@ -6,7 +6,7 @@ import bpy
 from ..limits.ik_limits import IkLimits, ik_fidelity
 from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.storage import read_cloud, read_limit
-from ._common import armature_in_pose_mode, plural, report_done, selected_bones
+from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
 
 TEXT_NAME = "Joint Limits IK Export"
 
@@ -54,10 +54,7 @@ class JOINTLIMITS_OT_export_ik_limits(bpy.types.Operator):
         return armature_in_pose_mode(cls, context)
 
     def execute(self, context):
-        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
-        if not bones:
-            self.report({"ERROR"}, "No selected bone has samples")
-            return {"CANCELLED"}
+        bones = selected_bones_with_samples(context)
         skipped = SkippedBones()
         done, lines = [], []
         for pb in bones:

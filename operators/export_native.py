@@ -4,7 +4,7 @@ import bpy
 from ..limits.joint import JointLimit
 from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.storage import read_cloud
-from ._common import armature_in_pose_mode, plural, report_done, selected_bones
+from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
 
 CONSTRAINT_NAME = "Joint Limit (native)"
 
@@ -46,10 +46,7 @@ class JOINTLIMITS_OT_export_native(bpy.types.Operator):
         return armature_in_pose_mode(cls, context)
 
     def execute(self, context):
-        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
-        if not bones:
-            self.report({"ERROR"}, "No selected bone has samples")
-            return {"CANCELLED"}
+        bones = selected_bones_with_samples(context)
         skipped = SkippedBones()
         for pb in bones:
             with guarded(skipped, pb.name):
