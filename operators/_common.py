@@ -93,7 +93,7 @@ def selected_bones_with_samples(context):
     """The selected pose bones that have samples; ``ValueError`` (a status-bar error) when none has."""
     bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
     if not bones:
-        raise ValueError("No selected bone has samples")
+        raise ValueError("No selected bone has samples; run Sample Rotations first")
     return bones
 
 

@@ -5,7 +5,7 @@ from bpy.props import EnumProperty
 from ..props import MODEL_ITEMS
 from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.fitting import fit_pose_bone
-from ._common import armature_in_pose_mode, plural, report_done, selected_bones
+from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
 
 
 class JOINTLIMITS_OT_fit(bpy.types.Operator):
@@ -28,10 +28,7 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
 
     def execute(self, context):
         obj = context.object
-        bones = [pb for pb in selected_bones(context) if pb.joint_limit.cloud_count]
-        if not bones:
-            self.report({"ERROR"}, "No selected bone has samples; run Sample Rotations first")
-            return {"CANCELLED"}
+        bones = selected_bones_with_samples(context)
         skipped, split = SkippedBones(), []
         for pb in bones:
             with guarded(skipped, pb.name):
