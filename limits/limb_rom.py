@@ -20,7 +20,7 @@ rest frame, where the limb at rest points along +Y, Blender's bone axis). ``root
 root joint there (default the origin); queries take *end positions* in the same frame. Angles
 are radians, lengths in the frame's units.
 
-Swivel angle (:func:`swivel_angle`, :func:`mid_position`): with ``n`` the unit root->end axis,
+Swivel angle (:func:`.limb_geometry.swivel_angle`, :func:`.limb_geometry.mid_position`): with ``n`` the unit root->end axis,
 the reference vector ``u(n)`` is the ``pole_reference`` carried along by the shortest rotation
 that takes ``rest_direction`` to ``n`` (the swing of :mod:`.swing_twist`), and ``v = n x u``.
 The swivel is ``atan2(m . v, m . u)`` for the middle joint ``m = mid - root``: 0 when the
@@ -34,7 +34,7 @@ parallel to that vector, in both directions) this frame has one singular directi
 Model (what is stored: :meth:`LimbRangeOfMotion.to_dict`)
 ----------------------------------------------------------
 Directions are sampled by a Fibonacci sphere of ``sample_count`` points (default 400, equal
-area, about 10 degrees apart; :func:`fibonacci_sphere`). Fitting gathers, for every sample,
+area, about 10 degrees apart; :func:`.limb_geometry.fibonacci_sphere`). Fitting gathers, for every sample,
 the examples whose direction lies within ``radius`` of it and keeps
 
 ``coverage``     the arc to the nearest example direction (radians; 0 in the data)
@@ -114,7 +114,8 @@ import json
 import numpy as np
 
 from . import sphere_maps as sm
-from .constants import BONE_AXIS, EPS
+from .constants import BONE_AXIS
+from .limb_geometry import DEFAULT_POLE_REFERENCE, _pole_axis, _vectors, fibonacci_sphere, swivel_angle
 from .nearest_boundary import nearest_allowed_texels, texel_scale
 from .serialize import _check_depth, _decode, _encode
 from .sphere_image import count_islands
@@ -127,10 +128,6 @@ DEFAULT_SAMPLE_COUNT = 400
 
 #: Default grid side of the derived lookup (texels of 1.6 degrees).
 DEFAULT_GRID = 128
-
-#: Default pole reference: the bone's Z axis (in the root bone's rest frame, a limb at rest
-#: points along +Y, :data:`.constants.BONE_AXIS`).
-DEFAULT_POLE_REFERENCE = np.array([0.0, 0.0, 1.0])
 
 #: Kernel radius of the interpolation, in Fibonacci spacings ``sqrt(4 pi / sample_count)``:
 #: just above the Fibonacci sphere's covering radius (0.76 spacings), so every direction has
@@ -183,99 +180,6 @@ _CHUNK = 4096
 
 
 # -- geometry --------------------------------------------------------------------------------------
-def fibonacci_sphere(count):
-    """``count`` unit directions ``(count, 3)`` spread evenly (equal area) over the sphere: the
-    Fibonacci lattice about the Y axis, point ``i`` at height ``y = 1 - (2 i + 1) / count`` and
-    azimuth ``i`` golden angles. Point ``i`` is the same for every use: models store indices."""
-    i = np.arange(int(count)) + 0.5
-    y = 1.0 - 2.0 * i / count
-    r = np.sqrt(np.maximum(1.0 - y * y, 0.0))
-    phi = (np.pi * (3.0 - np.sqrt(5.0))) * i
-    return np.stack((r * np.cos(phi), y, r * np.sin(phi)), axis=-1)
-
-
-def _vectors(v, name, shape=None):
-    v = np.asarray(v, dtype=float)
-    if v.ndim == 0 or v.shape[-1] != 3 or (shape is not None and v.shape != shape):
-        want = shape if shape is not None else "(..., 3)"
-        raise ValueError(f"{name} must have shape {want}, got {v.shape}")
-    return v
-
-
-def _unit(v, name):
-    """A unit vector ``(3,)`` from ``v``; ``ValueError`` for zero length or non-finite values."""
-    v = _vectors(v, name, (3,))
-    n = np.linalg.norm(v)
-    if not np.isfinite(n) or n <= EPS:
-        raise ValueError(f"{name} must be a finite non-zero vector, got {v.tolist()}")
-    return v / n
-
-
-def _pole_axis(pole_reference, rest_direction):
-    """The pole reference made perpendicular to the rest direction (both unit)."""
-    a = _unit(rest_direction, "rest_direction")
-    p = _unit(pole_reference, "pole_reference")
-    p = p - np.dot(p, a) * a
-    n = np.linalg.norm(p)
-    if n <= 1e-6:
-        raise ValueError("pole_reference must not be parallel to rest_direction")
-    return p / n, a
-
-
-def swivel_frame(direction, pole_reference=DEFAULT_POLE_REFERENCE, rest_direction=BONE_AXIS):
-    """The swivel reference ``(u, v)``, two ``(..., 3)`` unit vectors perpendicular to the unit
-    root->end ``direction (..., 3)``: ``u`` is the pole reference carried by the shortest rotation
-    from ``rest_direction`` to ``direction``, ``v = direction x u``. At ``-rest_direction`` (the
-    one singular direction) ``u`` is the pole reference."""
-    p, a = _pole_axis(pole_reference, rest_direction)
-    n = np.asarray(direction, dtype=float)
-    c = n @ a
-    k = np.cross(a, n)  # the rotation a -> n: R = c I + [k]x + k k^T / (1 + c)
-    one_plus = 1.0 + c
-    safe = np.where(one_plus > 1e-12, one_plus, 1.0)
-    u = c[..., None] * p + np.cross(k, p) + ((k @ p) / safe)[..., None] * k
-    u = np.where((one_plus > 1e-12)[..., None], u, p)
-    u = u - np.sum(u * n, axis=-1, keepdims=True) * n  # (exactly perpendicular, against rounding)
-    u /= np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-300)
-    return u, np.cross(n, u)
-
-
-def swivel_angle(root, mid, end, pole_reference=DEFAULT_POLE_REFERENCE, rest_direction=BONE_AXIS):
-    """Swivel angles ``(...,)`` in ``(-pi, pi]`` of limbs with joints ``root``, ``mid`` and ``end``
-    (``(..., 3)``, broadcast): the turn of the middle joint about the root->end axis, from the
-    reference of :func:`swivel_frame` (see the module docstring). 0 where the middle joint lies
-    on the axis; NaN where ``end`` is ``root``."""
-    root, mid, end = (_vectors(x, name) for x, name in ((root, "root"), (mid, "mid"), (end, "end")))
-    axis = end - root
-    length = np.linalg.norm(axis, axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n = np.where(length > 0.0, axis / length, np.nan)
-    u, v = swivel_frame(n, pole_reference, rest_direction)
-    m = mid - root
-    return np.arctan2(np.sum(m * v, axis=-1), np.sum(m * u, axis=-1))
-
-
-def mid_position(root, end, swivel, upper_length, lower_length, pole_reference=DEFAULT_POLE_REFERENCE, rest_direction=BONE_AXIS):
-    """The middle joint ``(..., 3)`` of a two-bone limb from ``root`` to ``end`` (``(..., 3)``)
-    with bones of ``upper_length`` and ``lower_length`` at ``swivel (...,)`` radians: the inverse
-    of :func:`swivel_angle`. An end beyond reach (or too near) puts the middle joint on the
-    root->end line at ``upper_length`` from the root (straight or folded limb)."""
-    root, end = _vectors(root, "root"), _vectors(end, "end")
-    swivel = np.asarray(swivel, dtype=float)
-    l1, l2 = float(upper_length), float(lower_length)
-    if not (l1 > 0.0 and l2 > 0.0):
-        raise ValueError(f"bone lengths must be positive, got {upper_length!r} and {lower_length!r}")
-    axis = end - root
-    length = np.linalg.norm(axis, axis=-1, keepdims=True)
-    n = axis / np.where(length > 0.0, length, 1.0)
-    along = (l1 * l1 - l2 * l2 + length * length) / (2.0 * np.maximum(length, 1e-300))
-    along = np.clip(along, -l1, l1)
-    out = np.sqrt(np.maximum(l1 * l1 - along * along, 0.0))
-    u, v = swivel_frame(n, pole_reference, rest_direction)
-    s = swivel[..., None]
-    return root + along * n + out * (np.cos(s) * u + np.sin(s) * v)
-
-
 # -- small helpers ---------------------------------------------------------------------------------
 def _wrap(angle):
     """Angles into ``[-pi, pi)``."""
@@ -351,12 +255,12 @@ class LimbRangeOfMotion:
         end : (N, 3) array
             End positions (wrist, ankle) in the frame of the limb root's parent.
         swivel : (N,) array
-            Their swivel angles (radians; :func:`swivel_angle` with the same ``pole_reference`` and
+            Their swivel angles (radians; :func:`.limb_geometry.swivel_angle` with the same ``pole_reference`` and
             ``rest_direction``).
         root : (3,) array, optional
             The root joint (shoulder, hip) in that frame; default the origin.
         pole_reference, rest_direction : (3,) arrays
-            The swivel convention (:func:`swivel_frame`); stored with the model.
+            The swivel convention (:func:`.limb_geometry.swivel_frame`); stored with the model.
         sample_count : int
             Fibonacci direction samples (12 to 20000).
         radius : float, optional
@@ -447,7 +351,7 @@ class LimbRangeOfMotion:
     def fit_joints(cls, root, mid, end, *, pole_reference=DEFAULT_POLE_REFERENCE, rest_direction=BONE_AXIS, **options):
         """:meth:`fit` from joint positions: ``root`` ``(3,)`` (or ``(N, 3)`` when it moves in
         the frame: then each pose is taken relative to its own root and the model's root is the
-        origin), ``mid`` and ``end`` ``(N, 3)``; the swivels come from :func:`swivel_angle`."""
+        origin), ``mid`` and ``end`` ``(N, 3)``; the swivels come from :func:`.limb_geometry.swivel_angle`."""
         root = _vectors(root, "root")
         mid, end = _vectors(mid, "mid"), _vectors(end, "end")
         swivel = swivel_angle(root, mid, end, pole_reference, rest_direction)
