@@ -82,3 +82,30 @@ def test_demo_file_keeps_its_training_action_and_fit_refits_from_it(clean_file, 
     obj = bpy.data.objects["Humanoid"]
     rows = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], np.arange(1, 121))
     assert sum(r["frames_out"] > 0 for r in rows) > 5, "refitted from the training action, not the impossible one"
+
+
+def test_bake_of_an_ik_driven_limb_keys_the_limited_evaluated_pose_as_fk(clean_file, addon):
+    """Issue 12 item 5: an action whose IK target leaves the limit is baked into FK keys of the
+    limited evaluated pose; with Assign the IK (every bone of its chain keyed) is muted, so what
+    plays is those keys, inside the limit on every frame."""
+    obj, pb, _ = fitted_rig(addon)
+    target = bpy.data.objects.new("Target", None)
+    bpy.context.scene.collection.objects.link(target)
+    ik = pb.constraints.new("IK")
+    ik.target, ik.chain_count = target, 2
+    for frame, x in ((1, 0.2), (10, 1.5), (20, -1.5), (30, 0.2)):  # swings 'lower' far out and back
+        target.location = (x, 0.3, 1.2)
+        target.keyframe_insert("location", frame=frame)
+    frames = range(1, 31)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 30
+    worst_before = 0.0
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        worst_before = max(worst_before, addon.api.pose_violations(obj)["lower"])
+    assert worst_before > 10.0, "the IK target drives the limb out of its limit"
+    assert bpy.ops.pose.joint_limits_bake(assign=True) == {"FINISHED"}
+    assert ik.mute, "the keys hold what the IK did"
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        assert addon.api.pose_violations(obj)["lower"] < 0.5, f
+        assert addon.api.pose_violations(obj, evaluated=False)["lower"] < 0.5, f  # the FK keys themselves
