@@ -132,17 +132,15 @@ def report_once(key, text):
 
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
-    limited = []
     in_ik = corrective.ik_chain_bones(obj)
-    for row, pose_bone in enumerate(obj.pose.bones):
-        settings = pose_bone.joint_limit
-        if settings.enabled and settings.has_limit:
-            # the stored limit (its token changes with every write, and undo restores both) as read
-            identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
-            limited.append((row, pose_bone, settings, identity))
     by_key = {}
     by_key_corrected = {}
-    for row, pose_bone, settings, identity in limited:
+    for row, pose_bone in enumerate(obj.pose.bones):
+        settings = pose_bone.joint_limit
+        if not settings.enabled or not settings.has_limit:
+            continue
+        # the stored limit (its token changes with every write, and undo restores both) as read
+        identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
