@@ -162,6 +162,12 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
 
 
+def _enforce_live_changed(settings):
+    """Switching live enforcement off gives back the plain rigs (an update callback returns None)."""
+    if not settings.enforce_live:
+        corrective.remove_everywhere()
+
+
 class JointLimitsSceneSettings(bpy.types.PropertyGroup):
     """Scene-wide Joint Limits state."""
 
@@ -169,7 +175,7 @@ class JointLimitsSceneSettings(bpy.types.PropertyGroup):
         name="Live Enforcement",
         description="Project limited bones into their limits on every frame change and edit",
         default=False,  # compiled limits stay valid while it is off (a big rig takes seconds to compile)
-        update=lambda settings, _context: settings.enforce_live or corrective.remove_everywhere(),
+        update=lambda settings, _context: _enforce_live_changed(settings),
     )
     display_scale: FloatProperty(
         name="Display Scale", description="Metres per radian for rotation-space displays", default=0.25, min=0.01, max=10.0

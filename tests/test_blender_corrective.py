@@ -160,3 +160,14 @@ def test_a_file_saved_with_enforcement_on_holds_no_frozen_correction(clean_file,
         bpy.context.scene.collection.objects.link(saved)
         bpy.context.view_layer.update()
         assert saved.pose.bones["lower"].constraints["Joint Limit"].influence == 0.0
+
+
+def test_switching_live_enforcement_prints_no_error(clean_file, addon, capfd):
+    """The switch's update callback returns None: Blender prints 'the return value must be None'
+    for anything else, on every switch-on."""
+    fitted_rig(addon)
+    capfd.readouterr()
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.joint_limits.enforce_live = False
+    err = capfd.readouterr().err
+    assert "return value must be None" not in err, err
