@@ -110,26 +110,34 @@ def _check_image(image, layout, shape=None):
     return image
 
 
+#: float16 bit patterns the channel checks compare with. The checks read each value's bits as
+#: an int16: its sign is the value's, and without the sign bit a finite value's magnitude orders
+#: like its bits. (numpy compares and converts float16 values one at a time, slowly.)
+_HALF_MAGNITUDE = 0x7FFF
+_HALF_INFINITY = int(np.float16(np.inf).view(np.int16))  # and above: infinity, NaN
+_HALF_ONE = int(np.float16(1.0).view(np.int16))
+_HALF_FULL_TURN = int(np.float16(2.0 * np.pi).view(np.int16))  # the largest half below 2 pi
+
+
 def _check_channels(image, kind="sinus_texture"):
     """Raise ``ValueError`` for inconsistent channel values of ``image (..., H, W, 4)``, one
-    bone's or a stack's. Checked from each bone's per-channel extremes, in float32 (which
-    holds the float16 image exactly), so that turning a big rig's limits on stays quick."""
-    image = np.asarray(image)
-    # channel planes (4, bones, texels): the reductions run along contiguous memory
-    pixels = np.moveaxis(image.reshape(-1, image.shape[-3] * image.shape[-2], 4), -1, 0).astype(np.float32, order="C")
-    low, high = pixels.min(axis=-1).T, pixels.max(axis=-1).T  # (bones, 4); NaN if any is NaN
-    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+    bone's or a stack's, as the model holds it (float16: see :meth:`SinusTextureLimit.round_single`).
+    Checked on the bits of each channel's plane, so that turning a big rig's limits on stays quick."""
+    bits = np.ascontiguousarray(np.moveaxis(np.asarray(image, dtype=np.float16).view(np.int16), -1, 0))
+    magnitude = bits & _HALF_MAGNITUDE  # (4, ..., H, W), as bits
+    if np.any(magnitude >= _HALF_INFINITY):
         raise ValueError(f"{kind} limit: the image contains NaN or infinity")
-    m = pixels[MASK]
-    if low[:, MASK].min() < 0.0 or high[:, MASK].max() > 1.0 or np.any((m > 0.0) & (m < 1.0)):
+    if not np.all((magnitude[MASK] == 0) | (bits[MASK] == _HALF_ONE)):
         raise ValueError(f"{kind} limit: the mask channel must hold only 0 (forbidden) and 1 (allowed)")
-    if np.any(pixels[TWIST_MIN] > pixels[TWIST_MAX]):
+    twists = slice(TWIST_MIN, TWIST_MAX + 1)
+    ordered = np.where(bits[twists] < 0, -magnitude[twists], magnitude[twists])  # orders like the values
+    if np.any(ordered[0] > ordered[1]):
         raise ValueError(f"{kind} limit: twist minimum exceeds twist maximum somewhere")
-    if low[:, TWIST_MIN : TWIST_MAX + 1].min() < -2.0 * np.pi or high[:, TWIST_MIN : TWIST_MAX + 1].max() > 2.0 * np.pi:
+    if np.any(magnitude[twists] > _HALF_FULL_TURN):
         raise ValueError(f"{kind} limit: twist limits must lie within [-2 pi, 2 pi] radians")
-    if low[:, STRESS].min() < 0.0 or high[:, STRESS].max() > 1.0:
+    if not np.all((magnitude[STRESS] == 0) | ((bits[STRESS] > 0) & (bits[STRESS] <= _HALF_ONE))):
         raise ValueError(f"{kind} limit: stress must lie in [0, 1]")
-    if np.any(high[:, MASK] < 1.0):
+    if not np.all(np.any(bits[MASK] == _HALF_ONE, axis=(-2, -1))):
         raise ValueError(f"{kind} limit: the mask forbids every swing: at least one texel must be allowed")
 
 
