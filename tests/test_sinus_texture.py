@@ -617,3 +617,37 @@ def test_count_islands_across_seams():
     assert count == 1
     count, _ = count_islands((c[..., 1] < -0.9) | (c[..., 1] > 0.9), "equal_area")
     assert count == 2
+
+
+@pytest.mark.parametrize(
+    "channel, value, accepted",
+    [
+        (MASK, -0.0, True),
+        (MASK, 1.0, True),
+        (MASK, 0.5, False),
+        (MASK, -1.0, False),
+        (STRESS, -0.0, True),
+        (STRESS, 1.0, True),
+        (STRESS, 1.0009765625, False),  # the next half above 1
+        (STRESS, -0.25, False),
+        (TWIST_MIN, -6.28125, True),  # the largest half within 2 pi
+        (TWIST_MIN, -6.28515625, False),
+        (TWIST_MAX, 6.28515625, False),
+        (TWIST_MIN, 0.75, False),  # above the texel's twist maximum (0.5)
+        (TWIST_MAX, -0.75, False),  # below its minimum (-0.5)
+        (TWIST_MAX, float("nan"), False),
+        (STRESS, float("inf"), False),
+    ],
+)
+def test_channel_checks_at_the_edges_of_float16(channel, value, accepted):
+    """The channel checks read float16 bits: signed zeros, the half nearest 1 and 2 pi, signs."""
+    image = np.zeros((8, 16, 4))
+    image[..., MASK] = 1.0
+    image[..., TWIST_MIN], image[..., TWIST_MAX] = -0.5, 0.5
+    image[3, 5, channel] = value
+    data = {"kind": "sinus_texture", "config": {"layout": "equal_area", "height": 8, "width": 16}, "params": {"image": image}}
+    if accepted:
+        LimitModel.from_dict(data)
+    else:
+        with pytest.raises(ValueError, match="sinus_texture limit"):
+            LimitModel.from_dict(data)
