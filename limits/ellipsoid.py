@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Holden's ellipsoid limit, with an exact nearest-point projection.
 
-Fitting (as Holden): the ellipsoid is centred on the mean of the points (``position``) and
-turned to their principal axes (``rotation``, columns = axes, from numpy's SVD). Its semi-axes
-start as the largest extent of the points along each axis (at least the padding); the whole
-ellipsoid is then scaled by the largest normalized radius of any point, so every point is
-inside, and finally each semi-axis is grown by the padding.
+Fitting: the ellipsoid is turned to the principal axes of the points (``rotation``, columns =
+axes, from numpy's SVD of their covariance, as Holden) and centred on the middle of their extent
+along those axes (``position``). Each semi-axis is half the points' extent along its axis plus
+the padding: the ellipsoid inscribed in the points' bounding box in that frame, grown by the
+padding, never reaches beyond the data's extent plus padding. Holden scales the ellipsoid up
+until it holds every point (up to sqrt(3) times the box for points near its corners); that
+made a shoulder's limit accept 85% of all rotations (issue 13). Points near the corners of
+the box may therefore lie outside the fitted ellipsoid: padding calibrated by cross-validation
+(:mod:`.cross_validation`) decides how much room the data needs.
 
 Projection: a point inside is returned unchanged. For a point ``y`` outside (frame
 coordinates, semi-axes ``a``), the nearest surface point is ``p_i = a_i^2 y_i / (a_i^2 + t)``
@@ -297,9 +301,9 @@ class EllipsoidLimit(ShapeLimit):
     def _fit_shape(cls, points, padding, fixed_axis=None):
         position, rotation = principal_frame(points, fixed_axis)
         local = to_local(points, position, rotation)
-        extent = np.maximum(np.abs(local).max(axis=0), padding)
-        radius = np.max(np.linalg.norm(local / extent, axis=-1))
-        return {"position": position, "rotation": rotation, "scales": radius * extent + padding}
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        position = from_local(0.5 * (lo + hi), position, rotation)
+        return {"position": position, "rotation": rotation, "scales": 0.5 * (hi - lo) + padding}
 
     @classmethod
     def _contains_shape(cls, shape, points, tolerance):
