@@ -150,10 +150,10 @@ class Candidate:
         return {
             "kind": self.kind,
             "mode": self.mode or "",
-            "padding": round(self.padding, 4),
-            "recall": round(self.recall, 4),
-            "volume": round(self.volume, 4),
-            "met": self.met,
+            "padding": round(float(self.padding), 4),
+            "recall": round(float(self.recall), 4),
+            "volume": round(float(self.volume), 4),
+            "met": bool(self.met),
             "error": self.error,
         }
 
@@ -254,7 +254,7 @@ def evaluate_candidate(rotations, folds, kind, mode, options, target, centre):
     except ValueError as err:
         candidate.error = str(err)
         return candidate
-    candidate.met = bool(candidate.recall >= target) or np.isnan(candidate.recall)
+    candidate.met = bool(candidate.recall >= target or np.isnan(candidate.recall))
     return candidate
 
 

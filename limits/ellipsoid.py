@@ -3,13 +3,13 @@
 
 Fitting: the ellipsoid is turned to the principal axes of the points (``rotation``, columns =
 axes, from numpy's SVD of their covariance, as Holden) and centred on the middle of their extent
-along those axes (``position``). Each semi-axis is half the points' extent along its axis plus
-the padding: the ellipsoid inscribed in the points' bounding box in that frame, grown by the
-padding, never reaches beyond the data's extent plus padding. Holden scales the ellipsoid up
-until it holds every point (up to sqrt(3) times the box for points near its corners); that
-made a shoulder's limit accept 85% of all rotations (issue 13). Points near the corners of
-the box may therefore lie outside the fitted ellipsoid: padding calibrated by cross-validation
-(:mod:`.cross_validation`) decides how much room the data needs.
+along those axes (``position``; Holden centres it on their mean and sizes it by the farther
+side, which on lopsided data reaches twice the extent on the near side: a shoulder's limit
+accepted 85% of all rotations, issue 13). Its semi-axes start as half the extent along each axis
+(at least the padding); the whole ellipsoid is then scaled by the largest normalized radius of
+any point, so every point is inside (at most sqrt(3), for points at the corners of their
+bounding box; a ring of samples with some twist, like a circling shoulder, needs about
+sqrt(2)), and finally each semi-axis is grown by the padding.
 
 Projection: a point inside is returned unchanged. For a point ``y`` outside (frame
 coordinates, semi-axes ``a``), the nearest surface point is ``p_i = a_i^2 y_i / (a_i^2 + t)``
@@ -302,8 +302,11 @@ class EllipsoidLimit(ShapeLimit):
         position, rotation = principal_frame(points, fixed_axis)
         local = to_local(points, position, rotation)
         lo, hi = local.min(axis=0), local.max(axis=0)
-        position = from_local(0.5 * (lo + hi), position, rotation)
-        return {"position": position, "rotation": rotation, "scales": 0.5 * (hi - lo) + padding}
+        middle = 0.5 * (lo + hi)
+        position = from_local(middle, position, rotation)
+        half = np.maximum(0.5 * (hi - lo), padding)
+        radius = np.max(np.linalg.norm((local - middle) / half, axis=-1))
+        return {"position": position, "rotation": rotation, "scales": radius * half + padding}
 
     @classmethod
     def _contains_shape(cls, shape, points, tolerance):

@@ -291,22 +291,6 @@ def _grow(points, centres, radii, stickiness, signs, rounds=30):
     return radii, radii - start
 
 
-def _bound_by_data(points, centres, fitted, radii, signs, margin):
-    """Keep the coverage step from growing any positive primitive's sphere beyond the data's
-    ball grown by ``margin`` (units of ``p``; the ball about the samples' mean reaching the
-    farthest sample): a grown radius is cut back to what reaches the ball's surface, but never
-    below its ``fitted`` radius (the primitives of eq. 6 may lie beyond the data, their blend
-    shaping the surface). Growth toward a lone far sample (the coverage step asks the most
-    influential primitive for whatever radius covers it) once made one knee primitive of radius
-    1.2, wider than the whole space (issue 13). Samples left uncovered by a shrunk primitive
-    stay outside, like those beyond an ellipsoid's extent. Returns ``(radii, shrink)``."""
-    mass = points.mean(axis=0)
-    reach = float(np.max(np.linalg.norm(points - mass, axis=1))) + margin
-    room = reach - np.linalg.norm(centres - mass, axis=1)
-    bounded = np.where(signs > 0, np.minimum(radii, np.maximum(room, fitted)), radii)
-    return bounded, radii - bounded
-
-
 @register_model
 class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
     """Allowed rotations inside an implicit surface of spherical primitives in quaternion
@@ -436,12 +420,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         t3 = time.perf_counter()
         growth = np.zeros(positive)
         if grow:
-            fitted = radii
             radii, growth = _grow(points, centres, radii, stick, signs)
             radii = radii + 0.5 * padding
             growth = growth + 0.5 * padding
-            radii, bounded = _bound_by_data(points, centres, fitted + 0.5 * padding, radii, signs, 0.5 * padding)
-            growth = growth - bounded
         t4 = time.perf_counter()
         carved = {"holes": [], "gap": 0.0, "cell": 0.0}
         if carve:
