@@ -10,6 +10,7 @@ from .rig import datastore
 from .rig.actions import action_frames
 from .rig.bake import bake_action
 from .rig.bone_errors import SkippedBones, guarded
+from .rig.fit_report import rig_report_text
 from .rig.fitting import fit_pose_bone
 from .rig.report import report_text, violation_report
 from .rig.sampling import dropped_message, sample_rotations, store_clouds
@@ -73,12 +74,13 @@ def _save(path):
 
 def fit_bones(obj, bone_names, actions, model=None, mode=None):
     """Sample ``actions`` and fit every bone that got samples; returns (fitted, failures)."""
-    clouds, notes, dropped = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene)
+    clips = {}
+    clouds, notes, dropped = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene, clips=clips)
     for note in notes:
         print(f"note: {note}")
     if dropped:
         print(dropped_message(dropped))
-    store_clouds(obj, clouds)
+    store_clouds(obj, clouds, clips=clips)
     fitted, skipped = [], SkippedBones()
     for name in clouds:
         pb = obj.pose.bones[name]
@@ -87,8 +89,12 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
                 pb.joint_limit.model = model
             if mode:
                 pb.joint_limit.mode = mode
-            fit_pose_bone(obj, pb)
+            if fit_pose_bone(obj, pb).heading_off:
+                print(f"note: {name}: limit fitted but off: it carries the heading or travel")
             fitted.append(name)
+    report = rig_report_text([obj.pose.bones[name] for name in fitted])
+    if report:
+        print(report, end="")
     return fitted, [f"{name}: {why}" for name, why in skipped.items()]
 
 

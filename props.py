@@ -79,7 +79,7 @@ class JointLimitSettings(bpy.types.PropertyGroup):
 
     enabled: BoolProperty(name="Enabled", description="Enforce this bone's limit", default=True, update=_changed)
     model: EnumProperty(
-        name="Model", description="Shape of the allowed rotation region", items=MODEL_ITEMS, default="kdop", update=_refit
+        name="Model", description="Shape of the allowed rotation region", items=MODEL_ITEMS, default="auto", update=_refit
     )
     mode: EnumProperty(
         name="Space",
@@ -108,6 +108,28 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         max=1.0,
         subtype="ANGLE",
         update=_refit,
+    )
+    calibrate_padding: BoolProperty(
+        name="Calibrate Padding",
+        description="Choose the padding by cross-validation over the sampled clips so that held-out motion meets the "
+        "target recall (Auto always does)",
+        default=False,
+        update=_refit,
+    )
+    target_recall: FloatProperty(
+        name="Target Recall",
+        description="Share of held-out motion (clips left out of the fit) the limit must accept, per held-out clip",
+        default=0.99,
+        min=0.5,
+        max=1.0,
+        subtype="FACTOR",
+        update=_refit,
+    )
+    fit_report: StringProperty(
+        name="Fit Report",
+        description="Cross-validated recall and volume of every model tried (JSON)",
+        default="",
+        options={"HIDDEN"},
     )
     use_softening: BoolProperty(
         name="Softening", description="Let the limit give way smoothly (tanh) instead of locking", default=False, update=_changed

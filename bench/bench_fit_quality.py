@@ -2,9 +2,12 @@
 """(d) Fit quality on real motion capture: fit on some clips, test on others.
 
 For every joint and model, prints the held-out recall (fraction of test-clip rotations the limit
-accepts) and the fraction of uniformly random rotations it accepts (a volume: lower is tighter).
-Clips are imported with Blender's BVH importer; the first training clip's skeleton is the rig and
-every clip is retargeted onto it by bone name.
+accepts) and the fraction of uniformly random rotations it accepts (a volume: lower is tighter);
+then per model the *whole-body recall* (share of test frames on which every joint is inside),
+the mean volume and the fit time per joint. ``auto`` (the default model) is fitted with each
+training clip as its own clip (cross-validated by clip, :mod:`limits.cross_validation`); the
+other models with their default padding. Clips are imported with Blender's BVH importer; the
+first training clip's skeleton is the rig and every clip is retargeted onto it by bone name.
 
     ./dev bench bench/bench_fit_quality.py --train A.bvh [B.bvh ...] --test C.bvh [...]
         [--joints upper_arm.L forearm.L ...] [--models kdop:FULL ellipsoid:SWING_TWIST ...]
@@ -22,6 +25,7 @@ import bpy  # noqa: E402
 
 JointLimit = addon.limits.joint.JointLimit
 DEFAULT_MODELS = [
+    "auto:",
     "euler_box:",
     "box:FULL",
     "box:SWING_TWIST",
@@ -39,16 +43,18 @@ CATEGORIES = ("upper_arm", "forearm", "thigh", "shin", "spine", "neck", "head", 
 
 
 def clouds_from(files, rig):
-    out = {}
-    for path in files:
+    """``({name: (N, 4)}, {name: (N,) clip index})`` of the files' rotations on ``rig``."""
+    out, clips = {}, {}
+    for index, path in enumerate(files):
         src = addon.rig.bvh.import_bvh_armature(bpy.context, path)
         try:
             for name, q in addon.rig.bvh.bvh_rotations(src, rig).items():
                 out.setdefault(name, []).append(q)
+                clips.setdefault(name, []).append(np.full(len(q), index))
         finally:
             if src != rig:
                 addon.rig.bvh.remove_armature(src)
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+    return {name: np.concatenate(parts) for name, parts in out.items()}, {n: np.concatenate(p) for n, p in clips.items()}
 
 
 def default_joints(rig):
@@ -69,13 +75,14 @@ def main():
 
     bpy.ops.wm.read_homefile(use_empty=True)
     rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
-    train = clouds_from(args.train, rig)
-    test = clouds_from(args.test, rig)
+    train, train_clips = clouds_from(args.train, rig)
+    test, _ = clouds_from(args.test, rig)
     joints = args.joints or default_joints(rig)
     uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
     print(f"train: {', '.join(Path(f).name for f in args.train)} | test: {', '.join(Path(f).name for f in args.test)}")
     print(f"{'joint':<16} {'model':<26} {'train':>6} {'test':>6} {'recall':>7} {'volume':>8} {'fit ms':>7}")
-    summary = {}
+    summary, inside = {}, {}
+    lengths = {len(test[j]) for j in joints if j in test}
     for joint in joints:
         if joint not in train or joint not in test:
             print(f"{joint:<16} (not in both sets)")
@@ -83,20 +90,31 @@ def main():
         for spec in args.models:
             kind, _, mode = spec.partition(":")
             options = {"mode": mode} if mode else {}
+            if kind == "auto":
+                options["clips"] = train_clips[joint]
             t0 = time.perf_counter()
             limit = JointLimit.fit(train[joint], kind=kind, **options)
             fit_ms = (time.perf_counter() - t0) * 1e3
-            recall = float(limit.contains(test[joint]).mean())
+            held = limit.contains(test[joint])
+            recall = float(held.mean())
             volume = float(limit.contains(uniform).mean())
-            summary.setdefault(spec, []).append((recall, volume))
+            summary.setdefault(spec, []).append((recall, volume, fit_ms))
+            inside.setdefault(spec, []).append(held)
             label = f"{kind} {mode.lower()}".strip()
+            if kind == "auto":
+                best = limit.calibration.best
+                label += f" -> {best.label} {best.padding:.2f}"
             print(
                 f"{joint:<16} {label:<26} {len(train[joint]):>6} {len(test[joint]):>6} {recall:>7.3f} {volume:>8.4f} {fit_ms:>7.1f}"
             )
-    print("\nmean over joints (recall / volume):")
+    print("\nper model: mean recall per joint, whole-body recall (frames with every joint inside), mean volume, fit ms per joint")
     for spec, rows in summary.items():
         r = np.array(rows)
-        print(f"  {spec:<26} recall {r[:, 0].mean():.3f}   volume {r[:, 1].mean():.4f}")
+        whole = float(np.all(np.stack(inside[spec]), axis=0).mean()) if len(lengths) == 1 else float("nan")
+        print(
+            f"  {spec:<26} recall {r[:, 0].mean():.3f}   whole-body {whole:.3f}   volume {r[:, 1].mean():.4f}   "
+            f"fit {r[:, 2].mean():7.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Holden's ellipsoid limit, with an exact nearest-point projection.
 
-Fitting (as Holden): the ellipsoid is centred on the mean of the points (``position``) and
-turned to their principal axes (``rotation``, columns = axes, from numpy's SVD). Its semi-axes
-start as the largest extent of the points along each axis (at least the padding); the whole
-ellipsoid is then scaled by the largest normalized radius of any point, so every point is
-inside, and finally each semi-axis is grown by the padding.
+Fitting: the ellipsoid is turned to the principal axes of the points (``rotation``, columns =
+axes, from numpy's SVD of their covariance, as Holden) and centred on the middle of their extent
+along those axes (``position``; Holden centres it on their mean and sizes it by the farther
+side, which on lopsided data reaches twice the extent on the near side: a shoulder's limit
+accepted 85% of all rotations, issue 13). Its semi-axes start as half the extent along each axis
+(at least the padding); the whole ellipsoid is then scaled by the largest normalized radius of
+any point, so every point is inside (at most sqrt(3), for points at the corners of their
+bounding box; a ring of samples with some twist, like a circling shoulder, needs about
+sqrt(2)), and finally each semi-axis is grown by the padding.
 
 Projection: a point inside is returned unchanged. For a point ``y`` outside (frame
 coordinates, semi-axes ``a``), the nearest surface point is ``p_i = a_i^2 y_i / (a_i^2 + t)``
@@ -297,9 +301,12 @@ class EllipsoidLimit(ShapeLimit):
     def _fit_shape(cls, points, padding, fixed_axis=None):
         position, rotation = principal_frame(points, fixed_axis)
         local = to_local(points, position, rotation)
-        extent = np.maximum(np.abs(local).max(axis=0), padding)
-        radius = np.max(np.linalg.norm(local / extent, axis=-1))
-        return {"position": position, "rotation": rotation, "scales": radius * extent + padding}
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        middle = 0.5 * (lo + hi)
+        position = from_local(middle, position, rotation)
+        half = np.maximum(0.5 * (hi - lo), padding)
+        radius = np.max(np.linalg.norm((local - middle) / half, axis=-1))
+        return {"position": position, "rotation": rotation, "scales": radius * half + padding}
 
     @classmethod
     def _contains_shape(cls, shape, points, tolerance):

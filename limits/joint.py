@@ -61,12 +61,17 @@ class JointLimit:
         self.centre = quaternion_normalize(as_quaternions(centre, "centre"))
         self.soft_radius = np.asarray(soft_radius, dtype=float)
         self.soft_falloff = np.asarray(soft_falloff, dtype=float)
+        self.calibration = None
 
     @classmethod
     def fit(
         cls, local_rotations, kind="box", reference="MEAN", frame_rotation=None, soft_radius=0.0, soft_falloff=1.0, **options
     ):
-        """Fit a ``kind`` model to a cloud of local rotations ``(N, 4)`` (time-ordered)."""
+        """Fit a ``kind`` model to a cloud of local rotations ``(N, 4)`` (time-ordered).
+
+        ``kind="auto"`` (:mod:`.cross_validation`) picks the model and padding; its table of
+        candidates is kept as the limit's ``calibration`` (``None`` for other kinds; not stored).
+        """
         local = as_quaternions(local_rotations, "rotation cloud")
         if local.ndim != 2 or len(local) == 0:
             raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {local.shape}")
@@ -77,7 +82,9 @@ class JointLimit:
         centre = quaternion_mean(rel)
         if np.sum(rel @ centre) < 0:
             centre = -centre
-        return cls(model, ref, centre, soft_radius, soft_falloff)
+        limit = cls(model, ref, centre, soft_radius, soft_falloff)
+        limit.calibration = getattr(model, "calibration", None)
+        return limit
 
     # -- local-space operations -----------------------------------------------------------
     def to_relative(self, local):

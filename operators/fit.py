@@ -4,6 +4,7 @@ from bpy.props import EnumProperty
 
 from ..props import MODEL_ITEMS
 from ..rig.bone_errors import SkippedBones, guarded
+from ..rig.fit_report import write_report_text
 from ..rig.fitting import fit_pose_bone
 from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
 
@@ -29,13 +30,15 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         bones = selected_bones_with_samples(context)
-        skipped, split = SkippedBones(), []
+        skipped, split, heading = SkippedBones(), [], []
         for pb in bones:
             with guarded(skipped, pb.name):
                 if self.model != "BONE":
                     pb.joint_limit.model = self.model
                 limit = fit_pose_bone(obj, pb)
                 pb.joint_limit.last_error = ""
+                if limit.heading_off:
+                    heading.append(pb.name)
                 regions = limit.model.region_count()
                 if regions is not None and regions > 1:
                     split.append(f"{pb.name}: {regions} disconnected regions (gaps in the samples?)")
@@ -43,6 +46,11 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
             obj.pose.bones[name].joint_limit.last_error = why
         for f in split[:5]:
             self.report({"WARNING"}, f)
+        if heading:
+            self.report(
+                {"INFO"}, f"Limit off on {', '.join(heading)}: carries the heading or travel (turn it on in its settings)"
+            )
+        write_report_text(bones)
         fitted = len(bones) - len(skipped)
         if not fitted:
             self.report({"ERROR"}, f"No limit fitted ({skipped.summary()})")

@@ -38,7 +38,7 @@ class JOINTLIMITS_OT_import_bvh(bpy.types.Operator, ImportHelper):
             return {"CANCELLED"}
         try:
             clouds, dropped, notes = drop_bad_rotations(bvh_rotations(source, target, names), bpy.path.basename(self.filepath))
-            counts = store_clouds(target, clouds, append=self.append)
+            counts = store_clouds(target, clouds, append=self.append, clips=bpy.path.basename(self.filepath))
         finally:
             if not self.keep_armature:
                 remove_armature(source)

@@ -3,7 +3,7 @@ import bpy
 
 from ..limits.skeleton import mirror_local_rotation, mirror_name
 from ..rig.fitting import fit_pose_bone
-from ..rig.storage import read_cloud, write_cloud
+from ..rig.storage import read_cloud_clips, write_cloud
 from ._common import armature_in_pose_mode, plural, selected_bones
 
 COPIED = (
@@ -12,6 +12,8 @@ COPIED = (
     "mode",
     "influence",
     "padding",
+    "calibrate_padding",
+    "target_recall",
     "use_softening",
     "soft_radius",
     "soft_falloff",
@@ -47,7 +49,8 @@ class JOINTLIMITS_OT_mirror(bpy.types.Operator):
             dst.limit_data = ""
             for name in COPIED:
                 setattr(dst, name, getattr(src, name))
-            write_cloud(other, mirror_local_rotation(read_cloud(pb)))
+            q, runs = read_cloud_clips(pb)
+            write_cloud(other, mirror_local_rotation(q), clip=runs)
             if src.has_limit:
                 try:
                     fit_pose_bone(obj, other)

@@ -71,8 +71,10 @@ class JOINTLIMITS_OT_sample(bpy.types.Operator):
         obj = context.object
         names = [pb.name for pb in selected_bones(context)]
         start, end = (self.frame_start, self.frame_end) if self.use_frame_range else (None, None)
-        clouds, notes, dropped = sample_rotations(obj, names, self.actions(context), start, end, self.evaluated, context.scene)
-        counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing)
+        clips = {}
+        actions = self.actions(context)
+        clouds, notes, dropped = sample_rotations(obj, names, actions, start, end, self.evaluated, context.scene, clips)
+        counts = store_clouds(obj, clouds, self.append, self.densify, self.min_spacing, clips)
         for note in notes[:5]:
             self.report({"WARNING"}, note)
         skipped = len(names) - len(counts)

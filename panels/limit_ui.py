@@ -4,6 +4,7 @@ Bone Constraints tab."""
 
 from ..limits.model import model_class
 from ..rig.datastore import health
+from ..rig.fit_report import chosen_line, read_report
 from ..rig.status import bone_status, model_details
 
 
@@ -15,14 +16,23 @@ def draw_limit_settings(layout, pose_bone):
     col.active = settings.enabled
     col.prop(settings, "model")
     options = model_class(settings.model).FIT_OPTIONS
+    auto = settings.model == "auto"
     if "mode" in options:
         col.prop(settings, "mode")
-        if settings.mode == "SWING_TWIST" and "twist_axis" in options:
-            col.prop(settings, "twist_axis")
+    if "twist_axis" in options and (auto or settings.mode == "SWING_TWIST"):
+        col.prop(settings, "twist_axis")
     col.prop(settings, "reference")
     if settings.reference == "FRAME":
         col.prop(settings, "reference_frame")
-    col.prop(settings, "padding")
+    if not auto:
+        col.prop(settings, "calibrate_padding")
+    if auto or settings.calibrate_padding:
+        col.prop(settings, "target_recall")
+    else:
+        col.prop(settings, "padding")
+    report = read_report(settings)
+    if report is not None:
+        col.label(text=chosen_line(report), icon="INFO")
     col.prop(settings, "influence")
     row = col.row(heading="Softening")
     row.prop(settings, "use_softening", text="")

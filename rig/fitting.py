@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Fitting a pose bone's stored cloud with the bone's own settings."""
 
+import json
+
 import numpy as np
 
 from ..limits.constants import BONE_AXIS
 from ..limits.joint import JointLimit
 from ..limits.model import model_class
 from ..limits.swing_twist import twist_axis_from_children
-from .actions import keyed_rotations
-from .storage import read_cloud, write_limit
+from .actions import action_fcurves, keyed_rotations
+from .storage import clip_labels, read_cloud_clips, write_limit
 
 
 def twist_axis(pose_bone):
@@ -33,20 +35,60 @@ def reference_frame_rotation(obj, pose_bone):
 
 
 def fit_pose_bone(obj, pose_bone):
-    """Fit the bone's limit from its stored cloud and settings, store and return it."""
+    """Fit the bone's limit from its stored cloud and settings, store and return it.
+
+    Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
+    the clips the samples came from (:mod:`..limits.cross_validation`); what it found is kept,
+    as JSON, in the bone's ``fit_report`` (empty for a fixed padding)."""
     settings = pose_bone.joint_limit
-    cloud = read_cloud(pose_bone)
+    cloud, runs = read_cloud_clips(pose_bone)
     if len(cloud) == 0:
         raise ValueError(f"{pose_bone.name}: no samples; sample an action first")
     mode = pose_bone.rotation_mode
+    kind = settings.model
     available = {
         "padding": settings.padding,
         "mode": settings.mode,
         "twist_axis": twist_axis(pose_bone),
         "order": mode if mode not in {"QUATERNION", "AXIS_ANGLE"} else "XYZ",
+        "clips": clip_labels(runs),
+        "target": settings.target_recall,
     }
-    options = {name: available[name] for name in model_class(settings.model).FIT_OPTIONS if name in available}
+    if kind != "auto" and settings.calibrate_padding:
+        modes = "mode" in model_class(kind).FIT_OPTIONS
+        available["candidates"] = ((kind, settings.mode if modes else None),)
+        kind = "auto"
+    allowed = model_class(kind).FIT_OPTIONS + (("candidates",) if "candidates" in available else ())
+    options = {name: available[name] for name in allowed if name in available}
     frame_rotation = reference_frame_rotation(obj, pose_bone) if settings.reference == "FRAME" else None
-    limit = JointLimit.fit(cloud, kind=settings.model, reference=settings.reference, frame_rotation=frame_rotation, **options)
+    limit = JointLimit.fit(cloud, kind=kind, reference=settings.reference, frame_rotation=frame_rotation, **options)
+    first = not settings.has_limit
     write_limit(pose_bone, limit)
+    limit.heading_off = first and carries_heading(obj, pose_bone)
+    if limit.heading_off:  # fitted, but not limited until the user turns it on
+        settings.enabled = False
+    report = limit.calibration.summary() if limit.calibration is not None else None
+    settings.fit_report = json.dumps(report, separators=(",", ":")) if report else ""
     return limit
+
+
+def carries_heading(obj, pose_bone, travel=1e-3):
+    """Whether the bone carries the character's heading or travel, so its limit is off by
+    default (fitted, but not enforced until turned on): the root of a hierarchy (no parent, and
+    children: turning it turns the whole character), or a bone whose location is keyed and moves
+    more than ``travel`` (metres) in the object's action (a BVH hips bone, a mover bone).
+    Limiting such a bone to the headings of its samples stops a character from turning (issue
+    13: a turning walk's hips went from 44.6 to 2.9 degrees)."""
+    if pose_bone.parent is None and pose_bone.children:
+        return True
+    anim = obj.animation_data
+    if anim is None or anim.action is None:
+        return False
+    path = f'pose.bones["{pose_bone.name}"].location'
+    for fc in action_fcurves(obj, anim.action):
+        if fc.data_path == path and len(fc.keyframe_points) > 1:
+            values = np.empty(2 * len(fc.keyframe_points))
+            fc.keyframe_points.foreach_get("co", values)
+            if np.ptp(values[1::2]) > travel:
+                return True
+    return False

@@ -56,8 +56,11 @@ def dropped_message(dropped):
     return f"dropped {sum(dropped.values())} NaN or zero rotations ({names})"
 
 
-def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=False, scene=None):
+def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=False, scene=None, clips=None):
     """Local rotations per bone from ``actions``: ``({name: (N, 4)}, notes, dropped)``.
+
+    ``clips``, a dict, is filled with ``{name: [(action name, count), ...]}``: which action each
+    run of a bone's samples came from (cross-validated fitting holds actions out).
 
     ``evaluated=False`` reads keyframes (fast); ``True`` evaluates every frame with constraints
     and IK. Bones without keys in an action contribute nothing from it; rows with NaN or
@@ -88,26 +91,36 @@ def sample_rotations(obj, bone_names, actions, start=None, end=None, evaluated=F
             dropped[name] = dropped.get(name, 0) + count
         for name, rows in kept.items():
             chunks[name].append(quaternion_unroll(rows))
+            if clips is not None:
+                clips.setdefault(name, []).append((action.name, len(rows)))
     clouds = {name: np.concatenate(parts) for name, parts in chunks.items() if parts}
     if not clouds:
         raise ValueError("nothing to sample: " + ("; ".join(notes) or "no keyed rotations in the frame range"))
     return clouds, notes, dropped
 
 
-def store_clouds(obj, clouds, append=False, densify_angle=0.0, min_spacing=0.0):
+def store_clouds(obj, clouds, append=False, densify_angle=0.0, min_spacing=0.0, clips=None):
     """Write clouds onto the pose bones; returns ``{name: sample count}``.
 
     ``densify_angle > 0`` inserts slerp samples so consecutive samples are at most that far
     apart (seed 000, Fig. 2); ``min_spacing > 0`` thins the cloud so no two kept samples are
-    closer than that (Holden's subsampling). Both in radians.
+    closer than that (Holden's subsampling). Both in radians, within each clip. ``clips``
+    ``{name: [(clip name, count), ...]}`` (or one clip name for every bone) records where the
+    samples came from.
     """
     from ..limits.cloud import densify_slerp, subsample_rotations
 
     counts = {}
     for name, q in clouds.items():
-        if densify_angle > 0:
-            q = densify_slerp(q, densify_angle)
-        if min_spacing > 0:
-            q = q[subsample_rotations(q, min_spacing)]
-        counts[name] = write_cloud(obj.pose.bones[name], q, append=append)
+        runs = clips.get(name, [("", len(q))]) if isinstance(clips, dict) else [(clips or "", len(q))]
+        parts, stops = [], np.cumsum([0] + [n for _, n in runs])
+        for (clip, _), a, b in zip(runs, stops[:-1], stops[1:], strict=True):
+            part = q[a:b]
+            if densify_angle > 0:
+                part = densify_slerp(part, densify_angle)
+            if min_spacing > 0:
+                part = part[subsample_rotations(part, min_spacing)]
+            parts.append((clip, part))
+        q = np.concatenate([part for _, part in parts])
+        counts[name] = write_cloud(obj.pose.bones[name], q, append=append, clip=[(c, len(p)) for c, p in parts])
     return counts

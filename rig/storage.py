@@ -15,6 +15,7 @@ import base64
 import binascii
 import collections
 import copy
+import json
 
 import numpy as np
 
@@ -23,11 +24,39 @@ from ..limits.serialize import limit_from_json, limit_to_json
 from . import datastore
 
 CLOUD_PREFIX = "q4f32:"
+#: After the samples, which clip (action, file) they came from: a JSON list of ``[name, count]``
+#: runs in sample order (clouds stored before clips were recorded are one clip).
+CLIPS_MARK = ";clips="
 
 
-def cloud_to_text(q):
+def cloud_to_text(q, clips=None):
+    """``q (N, 4)`` as stored text, with its clip runs ``[(name, count), ...]`` when given."""
     q = np.ascontiguousarray(np.asarray(q, dtype="<f4").reshape(-1, 4))
-    return CLOUD_PREFIX + base64.b64encode(q.tobytes()).decode("ascii")
+    text = CLOUD_PREFIX + base64.b64encode(q.tobytes()).decode("ascii")
+    if clips:
+        runs = [[str(name), int(count)] for name, count in clips if count > 0]
+        if sum(count for _, count in runs) != len(q):
+            raise ValueError(f"clip runs count {sum(c for _, c in runs)} samples, the cloud has {len(q)}")
+        text += CLIPS_MARK + json.dumps(runs, separators=(",", ":"))
+    return text
+
+
+def clips_from_text(text, count):
+    """The clip runs ``[(name, count), ...]`` of stored cloud text holding ``count`` samples
+    (one unnamed clip when none were recorded or they do not add up)."""
+    _, mark, tail = (text or "").partition(CLIPS_MARK)
+    try:
+        runs = [(str(name), int(n)) for name, n in json.loads(tail)] if mark else []
+    except (ValueError, TypeError):
+        runs = []
+    if sum(n for _, n in runs) != count or any(n <= 0 for _, n in runs):
+        runs = [("", count)] if count else []
+    return runs
+
+
+def clip_labels(runs):
+    """``(N,)`` clip name of every sample from runs ``[(name, count), ...]``."""
+    return np.repeat(np.array([name for name, _ in runs], dtype=object), [n for _, n in runs])
 
 
 def cloud_from_text(text):
@@ -36,6 +65,7 @@ def cloud_from_text(text):
         return np.zeros((0, 4))
     if not text.startswith(CLOUD_PREFIX):
         raise ValueError("stored rotation cloud is not in Joint Limits format")
+    text = text.partition(CLIPS_MARK)[0]
     try:
         raw = base64.b64decode(text[len(CLOUD_PREFIX) :], validate=True)
     except (binascii.Error, ValueError):
@@ -52,13 +82,24 @@ def read_cloud(pose_bone):
     return cloud_from_text(datastore.get(pose_bone.joint_limit, "cloud"))
 
 
-def write_cloud(pose_bone, q, append=False):
-    """Store ``q (N, 4)`` (or append it to what is stored); returns the new sample count."""
+def read_cloud_clips(pose_bone):
+    """``(q (N, 4), runs [(clip name, count), ...])``: the stored cloud and which clip each run
+    of its samples came from."""
+    text = datastore.get(pose_bone.joint_limit, "cloud")
+    q = cloud_from_text(text)
+    return q, clips_from_text(text, len(q))
+
+
+def write_cloud(pose_bone, q, append=False, clip=""):
+    """Store ``q (N, 4)`` (or append it to what is stored), its samples from ``clip`` (a name,
+    or runs ``[(name, count), ...]``); returns the new sample count."""
     q = np.asarray(q, dtype=float).reshape(-1, 4)
+    runs = [(clip, len(q))] if isinstance(clip, str) else list(clip)
     if append:
-        q = np.concatenate((read_cloud(pose_bone), q))
+        old, old_runs = read_cloud_clips(pose_bone)
+        q, runs = np.concatenate((old, q)), old_runs + runs
     settings = pose_bone.joint_limit
-    settings.cloud_data = cloud_to_text(q)
+    settings.cloud_data = cloud_to_text(q, runs)
     settings.cloud_count = len(q)
     return len(q)
 

@@ -25,6 +25,7 @@ def _rig(addon, model="kdop", sparse=False):
     for pb in obj.pose.bones:
         pb.joint_limit.model = model
         addon.rig.fitting.fit_pose_bone(obj, pb)
+    obj.pose.bones["root"].joint_limit.enabled = True  # (a root's limit is off by default: limited here on purpose)
     wide = q.quaternion_from_exp_map(1.6 * q.exp_map_from_quaternion(fit[::4][:FRAMES]))
     if sparse:  # a key every 5 frames, Bezier: the look-ahead evaluates the curves
         action = addon.rig.humanoid.key_rotations(obj, wide[::5], "Wide", assign=False)

@@ -103,6 +103,27 @@ def test_training_rotations_are_contained_and_untouched(fitted, case):
     assert np.array_equal(model.violation(q), np.zeros(len(q)))
 
 
+@pytest.mark.parametrize("mode", ("FULL", "SWING_TWIST"))
+def test_ellipsoid_is_centred_on_the_data_extent_and_bounded_by_it(mode):
+    """Issue 13: centred on the mean and sized by the farther side, lopsided data made the
+    ellipsoid reach twice its extent on the near side (a shoulder accepted 85% of rotations).
+    Along every principal axis it now reaches at most sqrt(3) times the half extent plus the
+    padding beyond the middle of the data, and holds every point."""
+    padding = 0.05
+    rng = np.random.default_rng(3)
+    v = np.c_[rng.exponential(0.4, 600), rng.normal(0, 0.2, 600), rng.normal(0, 0.1, 600)]  # lopsided
+    q = quaternion_from_exp_map(v)
+    model = model_class("ellipsoid").fit(q, mode=mode, padding=padding)
+    assert model.contains(q).all()
+    for shape, p in zip(model._shapes(), model._points(q), strict=True):
+        local = to_local(p, shape["position"], shape["rotation"])
+        half = np.maximum(0.5 * (local.max(axis=0) - local.min(axis=0)), padding)
+        assert np.allclose(0.5 * (local.max(axis=0) + local.min(axis=0)), 0.0, atol=1e-9), "centred on the extent"
+        assert np.all(shape["scales"] <= np.sqrt(3.0) * half + padding + 1e-9)
+    uniform = quaternion_random(20000, 0)
+    assert model.contains(uniform).mean() <= model_class("euler_box").fit(q, padding=padding).contains(uniform).mean()
+
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_projection_lands_inside_and_is_idempotent(fitted, case):
     model, q = fitted[case], queries(2)

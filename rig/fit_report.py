@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The cross-validated fit report of bones (:mod:`..limits.cross_validation`): per bone and
+model, the held-out recall against the volume, as text for the panel, the CLI and the text
+block *Joint Limits Fit Report*."""
+
+import json
+
+TEXT_NAME = "Joint Limits Fit Report"
+
+
+def read_report(settings):
+    """The bone's stored calibration summary (a dict), or ``None`` (fixed padding, or none)."""
+    try:
+        report = json.loads(settings.fit_report) if settings.fit_report else None
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) and report.get("candidates") else None
+
+
+def _label(entry):
+    mode = entry.get("mode") or ""
+    return entry["kind"] + (f" {mode.lower().replace('_', '-')}" if mode else "")
+
+
+def chosen_line(report):
+    """One line: the chosen model, its padding, held-out recall and volume."""
+    best = report["candidates"][report["chosen"]]
+    return (
+        f"{_label(best)}, padding {best['padding']:.3f} rad: held-out recall {best['recall']:.1%} "
+        f"(target {report['target']:.0%}), volume {best['volume']:.2%}"
+    )
+
+
+def report_lines(name, report):
+    """Lines of one bone's report: the folds, then one row per candidate model (``*`` chosen,
+    ``-`` missed the target)."""
+    how = "clips" if report["by_clip"] else "time blocks of one clip"
+    lines = [f"{name}: {report['folds']} folds by {how}; target recall {report['target']:.0%}"]
+    lines.append(f"  {'model':<26} {'padding':>8} {'recall':>8} {'volume':>8}")
+    for i, entry in enumerate(report["candidates"]):
+        mark = "*" if i == report["chosen"] else (" " if entry["met"] else "-")
+        if entry.get("error"):
+            lines.append(f"{mark} {_label(entry):<26} {entry['error']}")
+            continue
+        lines.append(f"{mark} {_label(entry):<26} {entry['padding']:>8.3f} {entry['recall']:>8.1%} {entry['volume']:>8.2%}")
+    return lines
+
+
+def rig_report_text(pose_bones):
+    """The report of every bone of ``pose_bones`` that has one ("" when none has)."""
+    out = []
+    for pb in pose_bones:
+        report = read_report(pb.joint_limit)
+        if report is not None:
+            out += report_lines(pb.name, report) + [""]
+    if not out:
+        return ""
+    head = [
+        "Cross-validated fit: each model fitted without a fold of the samples, tested on it.",
+        "recall: held-out samples inside (worst fold); volume: share of all rotations accepted.",
+        "* chosen (least volume meeting the target), - missed the target.",
+        "",
+    ]
+    return "\n".join(head + out).rstrip() + "\n"
+
+
+def write_report_text(pose_bones):
+    """Fill the text block :data:`TEXT_NAME` with :func:`rig_report_text`; returns it (or None)."""
+    import bpy
+
+    text = rig_report_text(pose_bones)
+    if not text:
+        return None
+    block = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
+    block.clear()
+    block.write(text)
+    return block
