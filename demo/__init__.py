@@ -179,7 +179,8 @@ def run_demo(output="out", frames=600, seed=0):
     fitted, failed = fit_bones(obj, [pb.name for pb in obj.pose.bones], [rom])
     if failed:
         raise RuntimeError("demo fit failed: " + "; ".join(failed))
-    limits = {pb.name: read_limit(pb) for pb in obj.pose.bones if pb.joint_limit.has_limit}
+    # the limited bones: the hips carry the heading, so their limit is fitted but off (issue 13)
+    limits = {pb.name: read_limit(pb) for pb in obj.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled}
 
     impossible_local = impossible_motion(skeleton, frames=120, seed=seed + 1)
     impossible = key_rotations(obj, impossible_local, "Impossible")

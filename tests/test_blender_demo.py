@@ -36,6 +36,7 @@ def test_demo_fits_enforces_bakes_and_writes_its_outputs(clean_file, addon, tmp_
     report = (out / "report.txt").read_text()
     assert "fitted 21 bones" in report
     assert "read summary.html first" in report
+    assert "live enforcement while playing it: worst remaining violation 0.000 deg" in report
     summary = (out / "summary.html").read_text()
     assert "bones with a fitted limit</td><td class='n'>21<" in summary
 
