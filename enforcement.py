@@ -153,7 +153,7 @@ def _compile(obj, bone_names):
             continue
         entries.append((row, pose_bone, limit, key, identity))
     limits = {pose_bone.name: limit for _, pose_bone, limit, _, _ in entries}
-    chains = limited_ik.find(obj, limits.get)
+    chains = limited_ik.find(obj, {**limited_ik.copied_limits(obj, limits), **limits}.get)
     held = limited_ik.held_bones(chains)
     in_ik = corrective.ik_chain_bones(obj) | held
     by_key = {}

@@ -389,7 +389,9 @@ def _swivel_to_pole(chain, local, target, pole, pole_angle, aim):
     return quaternion_multiply(_about(axis, angle), rooted)
 
 
-def solve_chain(chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, iterations=200, tolerance=1e-9):
+def solve_chain(
+    chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, iterations=200, tolerance=1e-9, settled=0.0
+):
     """Reach ``target`` with the chain's tip by projected cyclic coordinate descent.
 
     Parameters
@@ -407,6 +409,10 @@ def solve_chain(chain, target, pole=None, pole_angle=0.0, limits=None, initial=N
         Maximum sweeps (each turns every joint once).
     tolerance : float
         Stop when every tip is this close to its target (armature units).
+    settled : float
+        Also stop a row once a sweep brings its tip closer by less than this share of the
+        chain's reach (0: never; a live handler trades the last fraction of a millimetre for
+        time).
 
     Returns
     -------
@@ -433,7 +439,7 @@ def solve_chain(chain, target, pole=None, pole_angle=0.0, limits=None, initial=N
     if pole is not None:
         flat_pole = np.broadcast_to(check_finite(as_vectors(pole, "pole"), "pole"), target.shape).reshape(-1, 3)
         local[:, 0] = _project(limits[0], _swivel_to_pole(chain, local, flat_target, flat_pole, pole_angle, aim=True))
-    local = _ccd(chain, local, flat_target, limits, iterations, tolerance)
+    local = _ccd(chain, local, flat_target, limits, iterations, tolerance, settled=settled)
     if pole is not None:
         swivelled = local.copy()
         swivelled[:, 0] = _project(limits[0], _swivel_to_pole(chain, local, flat_target, flat_pole, pole_angle, aim=False))
@@ -441,7 +447,7 @@ def solve_chain(chain, target, pole=None, pole_angle=0.0, limits=None, initial=N
         after = _distance(chain, swivelled, flat_target)
         lost = after > before + tolerance
         if np.any(lost):
-            again = _ccd(chain, swivelled[lost].copy(), flat_target[lost], limits, iterations, tolerance)
+            again = _ccd(chain, swivelled[lost].copy(), flat_target[lost], limits, iterations, tolerance, settled=settled)
             better = _distance(chain, again, flat_target[lost]) < before[lost]
             keep = local[lost]
             keep[better] = again[better]

@@ -33,6 +33,10 @@ from . import corrective
 #: A target that moved less than this share of the chain's reach since the last solve continues
 #: from that solve (a drag, playback) instead of searching the whole reachable set again.
 NEARBY = 0.1
+#: Most projected-CCD sweeps a longer chain gets per solve, and the share of its reach a sweep
+#: must gain for the next to run (:func:`..limits.ik.solve_chain`).
+CHAIN_SWEEPS = 60
+SETTLED = 1e-5
 
 
 class HeldChain:
@@ -70,6 +74,39 @@ def chain_names(pose_bone, constraint):
     if constraint.chain_count:
         chain = chain[: constraint.chain_count]
     return [b.name for b in reversed(chain)]
+
+
+#: Constraints through which a limited bone copies a mechanism bone's rotation.
+COPYING = {"COPY_TRANSFORMS", "COPY_ROTATION"}
+
+
+def copied_limits(obj, limits):
+    """``{mechanism bone: limit}``: the limits of ``limits`` (``{bone: limit}``) that bones
+    copying another bone of ``obj`` put on it. A Rigify-style limb poses a mechanism chain by IK
+    and its deform (or ORG) bones copy that chain's transforms; the limits are fitted on the
+    bones the animation is sampled from, the copiers. A copier's local rotation is its source's
+    when the copy is whole (influence 1, the same space on both sides, no axis mixing) and the
+    two bones rest alike (same rest orientation: measured on ``bone.matrix_local``), so the
+    source takes the copier's limit and the IK solves the chain within it."""
+    found = {}
+    for name, limit in limits.items():
+        pose_bone = obj.pose.bones[name]
+        for con in pose_bone.constraints:
+            if con.type not in COPYING or con.mute or con.influence < 1.0 or con.target != obj:
+                continue
+            if not con.subtarget or con.subtarget == name or con.owner_space != con.target_space:
+                continue
+            if con.type == "COPY_ROTATION" and (con.mix_mode != "REPLACE" or not (con.use_x and con.use_y and con.use_z)):
+                continue
+            if con.type == "COPY_TRANSFORMS" and con.mix_mode != "REPLACE":
+                continue
+            source = obj.data.bones.get(con.subtarget)
+            if source is None:
+                continue
+            rest = np.array(pose_bone.bone.matrix_local)[:3, :3]
+            if np.abs(np.array(source.matrix_local)[:3, :3] - rest).max() < 1e-4:
+                found.setdefault(con.subtarget, limit)
+    return found
 
 
 def find(obj, limit_of):
@@ -179,12 +216,21 @@ def solve(obj, depsgraph, chains):
         if con.pole_target is not None:
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
+        nearby = chain.previous is not None and np.linalg.norm(target - chain.previous_target) < NEARBY * chain.chain.reach
+        previous = chain.previous if nearby else None
         if len(chain.names) == 2:
-            nearby = chain.previous is not None and np.linalg.norm(target - chain.previous_target) < NEARBY * chain.chain.reach
-            previous = chain.previous if nearby else None
             solution = ik.solve_two_bone(chain.chain, target, pole, pole_angle, chain.limits, initial=start, previous=previous)
         else:
-            solution = ik.solve_chain(chain.chain, target, pole, pole_angle, chain.limits, initial=start)
+            solution = ik.solve_chain(
+                chain.chain,
+                target,
+                pole,
+                pole_angle,
+                chain.limits,
+                initial=start if previous is None else previous,
+                iterations=CHAIN_SWEEPS,
+                settled=SETTLED,
+            )
         q = solution.local_rotations
         chain.previous, chain.previous_target = q, target
         influence = float(obj.evaluated_get(depsgraph).pose.bones[chain.owner].constraints[chain.constraint].influence)

@@ -136,3 +136,137 @@ def test_live_ik_keeps_the_limb_inside_its_limits(clean_file, addon):
         bpy.context.view_layer.update()
         for name, m in zip(CHAIN, matrices):
             assert np.array_equal(np.array(obj.pose.bones[name].matrix), m), name
+
+
+def _rigify_style_limb(addon):
+    """A Rigify-style arm: ORG bones (the ones the animation is sampled from, fitted) copy the
+    transforms of a mechanism chain (MCH) that an IK poses, aimed at a control bone 'hand_ik'
+    with the pole 'elbow_pole' (both children of 'root')."""
+    q_lib = addon.limits.quaternion
+    data = bpy.data.armatures.new("Arm")
+    obj = bpy.data.objects.new("Arm", data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    root = data.edit_bones.new("root")
+    root.head, root.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+    for prefix in ("ORG", "MCH"):
+        upper = data.edit_bones.new(f"{prefix}-upper")
+        upper.head, upper.tail, upper.parent = (0.0, 0.0, 1.0), (0.0, 0.0, 2.0), root
+        lower = data.edit_bones.new(f"{prefix}-lower")
+        lower.head, lower.tail, lower.parent, lower.use_connect = (0.0, 0.0, 2.0), (0.0, 0.0, 3.0), upper, True
+    for name, head in (("hand_ik", (0.5, 0.3, 2.6)), ("elbow_pole", (0.0, -2.0, 2.0))):
+        bone = data.edit_bones.new(name)
+        bone.head, bone.tail, bone.parent = head, (head[0], head[1], head[2] + 0.3), root
+    bpy.ops.object.mode_set(mode="POSE")
+    frames = 240
+    names = [pb.name for pb in obj.pose.bones]
+    motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, len(names), 1))
+    motion[:, names.index("ORG-upper")] = cone_motion(q_lib, frames, half_angle=0.6, seed=1)
+    bend = q_lib.quaternion_from_exp_map(np.outer(0.4 + 0.3 * np.sin(np.linspace(0, 9, frames)), [1.0, 0.0, 0.0]))
+    motion[:, names.index("ORG-lower")] = q_lib.quaternion_multiply(bend, cone_motion(q_lib, frames, 0.3, 0.2, seed=2))
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["ORG-upper", "ORG-lower"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    for name in ("ORG-upper", "ORG-lower"):
+        obj.pose.bones[name].joint_limit.model = "kdop"
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    obj.animation_data.action = None
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    obj.pose.bones["MCH-lower"].rotation_quaternion = (math.cos(0.2), math.sin(0.2), 0.0, 0.0)
+    for name in ("upper", "lower"):
+        copy = obj.pose.bones[f"ORG-{name}"].constraints.new("COPY_TRANSFORMS")
+        copy.target, copy.subtarget = obj, f"MCH-{name}"
+    ik = obj.pose.bones["MCH-lower"].constraints.new("IK")
+    ik.target, ik.subtarget, ik.chain_count = obj, "hand_ik", 2
+    ik.pole_target, ik.pole_subtarget = obj, "elbow_pole"
+    bpy.context.view_layer.update()
+    return obj
+
+
+def test_a_rigify_style_limb_is_solved_within_the_limits_fitted_on_its_org_bones(clean_file, addon):
+    obj = _rigify_style_limb(addon)
+    limits = [addon.rig.storage.read_limit(obj.pose.bones[n]) for n in ("ORG-upper", "ORG-lower")]
+    control = obj.pose.bones["hand_ik"]
+    moves = _targets(150, seed=3) - np.array([0.5, 0.3, 2.6])  # the control's head rests at (0.5, 0.3, 2.6)
+
+    def worst():
+        out = 0.0
+        for location in moves:
+            control.location = (location[0], location[2], -location[1])  # the bone's local axes: Y up
+            bpy.context.view_layer.update()
+            for limit, name in zip(limits, ("ORG-upper", "ORG-lower")):
+                out = max(out, float(limit.violation(evaluated_local_rotation(obj, name))))
+        return math.degrees(out)
+
+    assert worst() > 20.0, "the plain rig leaves the limits"
+    bpy.context.scene.joint_limits.enforce_live = True
+    assert worst() < 0.5
+    assert obj.pose.bones["MCH-lower"].constraints["IK"].mute
+    before = np.array(control.location)
+    bpy.context.view_layer.update()
+    assert np.array_equal(np.array(control.location), before), "the animator's control is never moved"
+
+
+def test_a_three_bone_chain_is_solved_within_its_limits(clean_file, addon):
+    q_lib = addon.limits.quaternion
+    names = ("root", "a", "b", "c")
+    obj = chain_rig(names)
+    frames = 240
+    motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
+    for i in (1, 2, 3):
+        motion[:, i] = cone_motion(q_lib, frames, half_angle=0.5, seed=i)
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["a", "b", "c"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    for name in ("a", "b", "c"):
+        obj.pose.bones[name].joint_limit.model = "kdop"
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    obj.animation_data.action = None
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    target = _empty("Target", (0.5, 0.3, 3.2))
+    con = obj.pose.bones["c"].constraints.new("IK")
+    con.target, con.chain_count = target, 3
+    limits = [addon.rig.storage.read_limit(obj.pose.bones[n]) for n in ("a", "b", "c")]
+    bpy.context.scene.joint_limits.enforce_live = True
+    worst = 0.0
+    rng = np.random.default_rng(4)
+    points = np.array([0.0, 0.0, 1.0]) + rng.normal(size=(500, 3)) * 1.5
+    for location in points:
+        target.location = location
+        bpy.context.view_layer.update()
+        for limit, name in zip(limits, ("a", "b", "c")):
+            worst = max(worst, float(limit.violation(evaluated_local_rotation(obj, name))))
+    assert math.degrees(worst) < 0.5
+
+
+def test_a_keyed_target_is_followed_within_the_limits_on_frame_change(clean_file, addon, tmp_path):
+    obj, target, _pole, con = _limb(addon)
+    limits = _limits(addon, obj)
+    for frame, location in zip((1, 10, 20, 30), _targets(4, seed=7)):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    played = {}
+    for frame in range(1, 31):
+        scene.frame_set(frame)
+        played[frame] = [evaluated_local_rotation(obj, n) for n in CHAIN]
+        for limit, q in zip(limits, played[frame]):
+            assert limit.violation(q) < HALF_DEGREE, frame
+    for frame in (17, 3, 30, 1, 22):  # scrubbing gives what playing gave
+        scene.frame_set(frame)
+        for q, expected in zip([evaluated_local_rotation(obj, n) for n in CHAIN], played[frame]):
+            assert addon.limits.quaternion.quaternion_angle(q, expected) < math.radians(0.05), frame
+    # a save writes the plain rig (the IK unmuted, no correction), and enforcement goes on after it
+    path = str(tmp_path / "held.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+    assert con.mute and obj.pose.bones["lower"].joint_limit.held_ik == "IK"
+    with bpy.data.libraries.load(path) as (data_from, data_to):
+        data_to.objects = [obj.name]
+    saved = data_to.objects[0]
+    assert not saved.pose.bones["lower"].constraints["IK"].mute
+    assert saved.pose.bones["lower"].joint_limit.held_ik == ""
+    assert all(c.influence == 0.0 for pb in saved.pose.bones for c in pb.constraints if c.name == "Joint Limit")
