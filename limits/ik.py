@@ -389,9 +389,7 @@ def _swivel_to_pole(chain, local, target, pole, pole_angle, aim):
     return quaternion_multiply(_about(axis, angle), rooted)
 
 
-def solve_chain(
-    chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, iterations=200, tolerance=1e-9, settled=0.0
-):
+def solve_chain(chain, target, pole=None, pole_angle=0.0, limits=None, initial=None, iterations=200, tolerance=1e-9, settled=0.0):
     """Reach ``target`` with the chain's tip by projected cyclic coordinate descent.
 
     Parameters
