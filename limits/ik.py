@@ -60,9 +60,11 @@ POLISH_SWEEPS = 20
 #: Swivel angles tried around the root->target axis (the allowed swivel nearest the
 #: animator's is then refined by bisection to about ``2 pi / SWIVEL_SAMPLES / 2**30``).
 SWIVEL_SAMPLES = 64
-#: Bisections of the step between an allowed and a forbidden swivel: 2 pi / 64 / 2**16, about
-#: 1.5e-6 rad (the joint stays on the allowed side).
-SWIVEL_BISECTIONS = 16
+#: Rounds that narrow the step between an allowed and a forbidden swivel, each trying this many
+#: swivels between them at once: 2 pi / 64 / 17**4, about 1.2e-6 rad (the joint stays on the
+#: allowed side).
+SWIVEL_ROUNDS = 4
+SWIVEL_REFINE = 16
 
 #: Share of the chain's reach by which a polishing sweep of the two-bone search must bring a
 #: tip closer for the next sweep to run on it.
@@ -646,28 +648,31 @@ def solve_two_bone(
 
 def _search_swivel(solve, rows):
     """Step 2 of :func:`solve_two_bone` for ``rows``: ``(local (R, 2, 4), found (R,))``, the
-    exact reach at the allowed swivel nearest the animator's where ``found``."""
+    exact reach at the allowed swivel nearest the animator's where ``found``. Each step tries
+    all its swivels in one batch (a handler solves one target at a time, so the cost is the
+    number of steps, not of swivels)."""
     offsets = _wrap(2.0 * np.pi * np.arange(SWIVEL_SAMPLES) / SWIVEL_SAMPLES)
-    best = None
-    for sign in (1.0, -1.0):
-        beta = solve.bend(rows, sign)
-        allowed = solve.allowed(solve.pose(rows, beta[:, None], offsets[None], project=False))
-        cost = np.where(allowed, np.abs(offsets)[None], np.inf)
-        pick = np.argmin(cost, axis=1)
-        found = np.isfinite(cost[np.arange(len(rows)), pick])
-        if best is None:
-            best = (found, beta, offsets[pick])
-        else:
-            use = ~best[0] & found
-            best = (best[0] | found, np.where(use, beta, best[1]), np.where(use, offsets[pick], best[2]))
-    found, beta, inside = best
-    # bisect between the allowed swivel and its (disallowed) neighbour toward the animator's
+    sides = np.array([1.0, -1.0])
+    beta = np.stack([solve.bend(rows, sign) for sign in sides], axis=1)  # (R, 2): the animator's side first
+    tried = np.broadcast_to(offsets, (len(rows), 2, SWIVEL_SAMPLES)).reshape(len(rows), -1)
+    allowed = solve.allowed(solve.pose(rows, np.repeat(beta, SWIVEL_SAMPLES, axis=1), tried, project=False))
+    cost = np.where(allowed, np.abs(tried), np.inf).reshape(len(rows), 2, SWIVEL_SAMPLES)
+    cost[:, 1] += 4.0 * np.pi  # the other side of the bend only where the animator's has none
+    pick = np.argmin(cost.reshape(len(rows), -1), axis=1)
+    found = np.isfinite(cost.reshape(len(rows), -1)[np.arange(len(rows)), pick])
+    beta = beta[np.arange(len(rows)), pick // SWIVEL_SAMPLES]
+    inside = offsets[pick % SWIVEL_SAMPLES]
+    # narrow down between the allowed swivel and its (disallowed) neighbour toward the
+    # animator's: the last allowed of evenly spaced swivels before the first forbidden one
     outside = inside - np.sign(inside) * (2.0 * np.pi / SWIVEL_SAMPLES)
-    for _ in range(SWIVEL_BISECTIONS):
-        middle = 0.5 * (inside + outside)
-        ok = solve.allowed(solve.pose(rows, beta[:, None], middle[:, None], project=False))[:, 0]
-        inside = np.where(ok, middle, inside)
-        outside = np.where(ok, outside, middle)
+    fractions = np.arange(1, SWIVEL_REFINE + 1) / (SWIVEL_REFINE + 1)
+    for _ in range(SWIVEL_ROUNDS):
+        between = inside[:, None] + (outside - inside)[:, None] * fractions[None]
+        ok = solve.allowed(solve.pose(rows, beta[:, None], between, project=False))
+        last = np.argmin(np.concatenate((ok, np.zeros((len(rows), 1), dtype=bool)), axis=1), axis=1) - 1  # -1: none
+        ends = np.concatenate((inside[:, None], between, outside[:, None]), axis=1)
+        picked = np.arange(len(rows))
+        inside, outside = ends[picked, last + 1], ends[picked, last + 2]
     return solve.pose(rows, beta[:, None], inside[:, None], project=False)[:, 0], found
 
 
