@@ -37,6 +37,8 @@ NEARBY = 0.1
 #: must gain for the next to run (:func:`..limits.ik.solve_chain`).
 CHAIN_SWEEPS = 60
 SETTLED = 1e-5
+#: Solutions remembered per chain (about 100 bytes each).
+MEMO_SIZE = 4096
 
 
 class HeldChain:
@@ -62,6 +64,8 @@ class HeldChain:
         #: playing: a nearby target continues from it (:data:`NEARBY`)
         self.previous = None
         self.previous_target = None
+        #: solutions by their inputs (:func:`_solution`)
+        self.memo = {}
 
 
 def chain_names(pose_bone, constraint):
@@ -216,23 +220,7 @@ def solve(obj, depsgraph, chains):
         if con.pole_target is not None:
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
-        nearby = chain.previous is not None and np.linalg.norm(target - chain.previous_target) < NEARBY * chain.chain.reach
-        previous = chain.previous if nearby else None
-        if len(chain.names) == 2:
-            solution = ik.solve_two_bone(chain.chain, target, pole, pole_angle, chain.limits, initial=start, previous=previous)
-        else:
-            solution = ik.solve_chain(
-                chain.chain,
-                target,
-                pole,
-                pole_angle,
-                chain.limits,
-                initial=start if previous is None else previous,
-                iterations=CHAIN_SWEEPS,
-                settled=SETTLED,
-            )
-        q = solution.local_rotations
-        chain.previous, chain.previous_target = q, target
+        q = _solution(chain, start, target, pole, pole_angle)
         influence = float(obj.evaluated_get(depsgraph).pose.bones[chain.owner].constraints[chain.constraint].influence)
         if influence < 1.0:
             q = slerp(start, q, influence)
@@ -242,6 +230,41 @@ def solve(obj, depsgraph, chains):
         written.update(chain.names)
         limited += len(chain.names)
     return limited
+
+
+def _solution(chain, start, target, pole, pole_angle):
+    """The chain's limited local rotations ``(n, 4)`` reaching for ``target`` from ``start``,
+    remembered by those inputs: played again, scrubbed or jumped to, a frame gets the pose it
+    got the first time, for a lookup (the solve is history-dependent only through the warm
+    start, which the memo then fixes)."""
+    # rounded: the starting pose is read back through the last frame's correction (float32)
+    key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
+    key = (key + 0.0).tobytes()  # (+ 0.0: one zero, not two)
+    hit = chain.memo.get(key)
+    if hit is not None:
+        chain.previous, chain.previous_target = hit, target
+        return hit
+    nearby = chain.previous is not None and np.linalg.norm(target - chain.previous_target) < NEARBY * chain.chain.reach
+    previous = chain.previous if nearby else None
+    if len(chain.names) == 2:
+        solution = ik.solve_two_bone(chain.chain, target, pole, pole_angle, chain.limits, initial=start, previous=previous)
+    else:
+        solution = ik.solve_chain(
+            chain.chain,
+            target,
+            pole,
+            pole_angle,
+            chain.limits,
+            initial=start if previous is None else previous,
+            iterations=CHAIN_SWEEPS,
+            settled=SETTLED,
+        )
+    q = solution.local_rotations
+    if len(chain.memo) >= MEMO_SIZE:
+        chain.memo.clear()
+    chain.memo[key] = q
+    chain.previous, chain.previous_target = q, target
+    return q
 
 
 def targets(obj, chains):
