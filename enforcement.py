@@ -154,6 +154,7 @@ def _compile(obj, bone_names):
         entries.append((row, pose_bone, limit, key, identity))
     limits = {pose_bone.name: limit for _, pose_bone, limit, _, _ in entries}
     chains = limited_ik.find(obj, {**limited_ik.copied_limits(obj, limits), **limits}.get)
+    limited_ik.release(obj, keep=chains)  # chains no longer limited: Blender's IK again
     held = limited_ik.held_bones(chains)
     in_ik = corrective.ik_chain_bones(obj) | held
     by_key = {}

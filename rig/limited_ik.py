@@ -151,14 +151,16 @@ def hold(obj, chains):
     return changed
 
 
-def release(obj):
-    """Unmute every IK constraint enforcement holds on ``obj``; returns how many."""
+def release(obj, keep=()):
+    """Unmute every IK constraint enforcement holds on ``obj``, except those of the chains in
+    ``keep`` (still held); returns how many."""
     if obj.type != "ARMATURE" or obj.pose is None:
         return 0
+    kept = {(chain.owner, chain.constraint) for chain in keep}
     count = 0
     for pb in obj.pose.bones:
         name = pb.joint_limit.held_ik
-        if name:
+        if name and (pb.name, name) not in kept:
             con = pb.constraints.get(name)
             if con is not None and con.type == "IK" and con.mute:
                 con.mute = False

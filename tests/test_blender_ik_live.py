@@ -270,3 +270,19 @@ def test_a_keyed_target_is_followed_within_the_limits_on_frame_change(clean_file
     assert not saved.pose.bones["lower"].constraints["IK"].mute
     assert saved.pose.bones["lower"].joint_limit.held_ik == ""
     assert all(c.influence == 0.0 for pb in saved.pose.bones for c in pb.constraints if c.name == "Joint Limit")
+
+
+def test_a_chain_whose_limits_are_switched_off_gets_blenders_ik_back(clean_file, addon):
+    obj, target, _pole, con = _limb(addon)
+    target.location = (1.5, 0.9, 1.0)
+    bpy.context.view_layer.update()
+    plain = [np.array(obj.pose.bones[n].matrix) for n in CHAIN]
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    assert con.mute
+    for name in CHAIN:
+        obj.pose.bones[name].joint_limit.enabled = False
+    bpy.context.scene.frame_set(1)
+    assert not con.mute and obj.pose.bones["lower"].joint_limit.held_ik == ""
+    for name, m in zip(CHAIN, plain):
+        assert np.allclose(np.array(obj.pose.bones[name].matrix), m, atol=1e-6), name
