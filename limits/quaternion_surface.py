@@ -236,28 +236,33 @@ def _field_chunked(x, centres, radii, stickiness, signs):
 
 
 def _grow(points, centres, radii, stickiness, signs, rounds=30):
-    """Positive radii grown until every point of ``points (N, 3)`` is inside (``F >= iso``).
+    """Positive primitives grown, or added, until every point of ``points (N, 3)`` is inside
+    (``F >= iso``), the surface bounded by the data.
 
     Local first: each round, every uncovered point asks its most influential positive
     primitive for ``(iso - F) / (df/de)`` more radius (``df/de = k`` inside the sphere,
     ``k (2 - t) / 2`` in the blend, floored at ``k / 4``), and each primitive takes the largest
-    request (times 1.1). Points still uncovered after ``rounds`` rounds get a common growth of
-    all positive radii (bisection; ``F`` grows monotonically with every ``e_i``).
+    request (times 1.1). A point that would have its primitive more than double gets a
+    primitive of its own instead (centred on it, of the median positive radius): growing one
+    sphere out to a far sample swells it across rotations no sample is near (a knee's surface
+    grew a primitive to radius 1.2 and accepted 66% of all rotations, issue 13). Points still
+    uncovered after ``rounds`` rounds get a common growth of all positive radii (bisection;
+    ``F`` grows monotonically with every ``e_i``).
 
     Returns
     -------
-    radii : (M,) float array
+    centres, radii, stickiness, signs : arrays of the (possibly more) primitives
     growth : (M,) float array
-        How much each radius grew.
+        How much each radius grew (an added primitive: its radius).
     """
     start = radii.copy()
     radii = radii.copy()
-    positive = signs > 0
     for _ in range(rounds):
         F = _field_chunked(points, centres, radii, stickiness, signs)
         out = F < ISO
         if not out.any():
-            return radii, radii - start
+            break
+        positive = signs > 0
         x = points[out]
         d = np.linalg.norm(x[:, None, :] - centres, axis=-1)
         t = stickiness * (d - radii)
@@ -270,9 +275,19 @@ def _grow(points, centres, radii, stickiness, signs, rounds=30):
         # beyond the reach, first bring the sphere's blend to the point
         reach = np.maximum(tb - 2.0, 0.0) / kb
         need = 1.1 * ((ISO - F[out]) / slope + reach) + 1e-6
+        far = need > radii[best]
+        if far.any():  # one new primitive, on the uncovered point farthest from any sphere
+            pick = np.argmax(np.where(far, need, -np.inf))
+            centres = np.concatenate((centres, x[pick][None]))
+            radii = np.concatenate((radii, [np.median(radii[positive])]))
+            start = np.concatenate((start, [0.0]))
+            stickiness = np.concatenate((stickiness, stickiness[best[pick]][None]))
+            signs = np.concatenate((signs, [1.0]))
+            need, best = need[~far], best[~far]
         grow = np.zeros(len(radii))
         np.maximum.at(grow, best, need)
         radii = radii + grow
+    positive = signs > 0
     out = points[_field_chunked(points, centres, radii, stickiness, signs) < ISO]
     if len(out):
 
@@ -288,7 +303,7 @@ def _grow(points, centres, radii, stickiness, signs, rounds=30):
             mid = 0.5 * (lo + hi)
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         radii = np.where(positive, radii + hi, radii)
-    return radii, radii - start
+    return centres, radii, stickiness, signs, radii - start
 
 
 @register_model
@@ -420,7 +435,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         t3 = time.perf_counter()
         growth = np.zeros(positive)
         if grow:
-            radii, growth = _grow(points, centres, radii, stick, signs)
+            centres, radii, stick, signs, growth = _grow(points, centres, radii, stick, signs)
             radii = radii + 0.5 * padding
             growth = growth + 0.5 * padding
         t4 = time.perf_counter()

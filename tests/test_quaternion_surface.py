@@ -8,7 +8,7 @@ import pytest
 from limits.implicit_primitives import primitive_field, surface_points
 from limits.joint import JointLimit
 from limits.model import LimitModel
-from limits.quaternion import quaternion_angle, quaternion_random
+from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random
 from limits.quaternion_surface import QuaternionSurfaceLimit
 from limits.serialize import limit_from_json, limit_to_json
 
@@ -235,3 +235,19 @@ def test_degenerate_clouds_fit():
         assert model.contains(q).all()
         out = model.project(quaternion_random(100, 1))
         assert np.isfinite(out).all() and model.contains(out).all()
+
+
+def test_stray_samples_get_primitives_of_their_own_instead_of_swelling_the_surface():
+    """A knee-like arc (one bend of up to 110 degrees) with six stray samples: growing the
+    nearest sphere out to each stray made one primitive larger than the whole space (radius
+    1.1-1.6) and the surface accept 42-97% of all rotations (issue 13)."""
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        angle = rng.uniform(0, 1.9, 3000) ** rng.uniform(0.5, 2)
+        arc = np.outer(angle, [1.0, 0.0, 0.0]) + rng.normal(size=(3000, 3)) * np.array([0.02, 0.08, 0.05])
+        stray = rng.normal(size=(6, 3)) * 0.9
+        q = quaternion_from_exp_map(np.concatenate((arc, stray)))
+        limit = JointLimit.fit(q, kind="quaternion_surface")
+        assert limit.contains(q).all(), "every training rotation stays inside"
+        assert np.max(limit.model.params["radii"]) < 0.9
+        assert np.mean(limit.contains(quaternion_random(50000, 1))) < 0.15
