@@ -96,6 +96,28 @@ def _stress_from_mask(mask, layout, depth=None):
     return np.where(mask, 1.0 - np.clip(depth / STRESS_RAMP, 0.0, 1.0), 1.0)
 
 
+#: Radians of swing over which a sinus texture's twist range is pooled (15 degrees): a texel
+#: holds the twists of every sample swung within about this arc of it. The range of the samples
+#: in one texel (about a degree wide) is a few degrees of twist: new motion of the same joint,
+#: swung a little differently, fell outside it almost everywhere (issue 13: 15% of a
+#: shoulder's held-out twists accepted).
+TWIST_RADIUS = np.radians(15.0)
+
+
+def _twist_envelope(low, high, layout, shape, radius):
+    """Per-texel twist bounds ``(H * W,)`` (``inf`` / ``-inf`` where no sample fell) widened to
+    the lowest and highest of the texels within about ``radius`` radians: repeated 8-neighbour
+    minimum / maximum filters, one texel's mean width a step."""
+    steps = int(np.ceil(radius / np.sqrt(4.0 * np.pi / (shape[0] * shape[1])))) if radius > 0 else 0
+    if steps == 0:
+        return low, high
+    neighbours = sm.neighbour_texels(layout, tuple(shape))
+    for _ in range(steps):
+        low = np.minimum(low, low[neighbours].min(axis=0))
+        high = np.maximum(high, high[neighbours].max(axis=0))
+    return low, high
+
+
 def _check_image(image, layout, shape=None):
     image = np.asarray(image, dtype=float)
     if image.ndim != 3:
@@ -185,7 +207,9 @@ class SinusTextureLimit(LimitModel):
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def fit(cls, rotations, padding=0.05, size=None, layout=sm.DEFAULT_LAYOUT, closing=DEFAULT_CLOSING):
+    def fit(
+        cls, rotations, padding=0.05, size=None, layout=sm.DEFAULT_LAYOUT, closing=DEFAULT_CLOSING, twist_radius=TWIST_RADIUS
+    ):
         """Build the texture from a cloud of reference-relative rotations.
 
         Parameters
@@ -204,7 +228,12 @@ class SinusTextureLimit(LimitModel):
             Radians: the swings' texels are closed (dilated by ``closing + padding``, then eroded
             by ``closing``, by arc length on the sphere) so sparse data gives a closed region.
 
-        The twist range of each texel is the range of the samples that fell in it, filled
+        twist_radius : float
+            Radians: a texel's twist range holds the twists of every sample whose swing lies
+            within about this arc of it (:data:`TWIST_RADIUS`; 0: only its own samples).
+
+        The twist range of each texel is the range of the samples within ``twist_radius`` of
+        it (:func:`_twist_envelope`), filled
         smoothly elsewhere (:func:`.sphere_image.fill_smooth`), padded, then lowered / raised just enough that
         every sample is inside its bilinearly interpolated range. Stress grows linearly from
         ``STRESS_RAMP`` radians inside (0) to the boundary (1). ``report`` (and config
@@ -234,8 +263,10 @@ class SinusTextureLimit(LimitModel):
         high = np.full(count.size, -np.inf)
         np.minimum.at(low, texel, twist)
         np.maximum.at(high, texel, twist)
-        measured = np.stack((np.where(count > 0, low, 0.0), np.where(count > 0, high, 0.0)), axis=-1)
-        twists = fill_smooth(measured.reshape(shape + (2,)), occupied, layout).reshape(-1, 2)
+        low, high = _twist_envelope(low, high, layout, shape, twist_radius)
+        known = np.isfinite(low)
+        measured = np.stack((np.where(known, low, 0.0), np.where(known, high, 0.0)), axis=-1)
+        twists = fill_smooth(measured.reshape(shape + (2,)), known.reshape(shape), layout).reshape(-1, 2)
         twists[:, 0] -= padding
         twists[:, 1] += padding
         # every sample inside its bilinear range: lower / raise the four taps by the shortfall

@@ -70,7 +70,8 @@ def cone_cloud(n, rng=RNG):
 
 @pytest.fixture(scope="module")
 def cone_model():
-    return SinusTextureLimit.fit(cone_cloud(60000), padding=0.0, size=128, closing=0.08)
+    # twist_radius 0: each texel's own samples (the dense cloud samples every twist range)
+    return SinusTextureLimit.fit(cone_cloud(60000), padding=0.0, size=128, closing=0.08, twist_radius=0.0)
 
 
 def swing_only(d):
@@ -651,3 +652,29 @@ def test_channel_checks_at_the_edges_of_float16(channel, value, accepted):
     else:
         with pytest.raises(ValueError, match="sinus_texture limit"):
             LimitModel.from_dict(data)
+
+
+def test_twist_ranges_pooled_over_nearby_swings_accept_new_passes_of_the_same_motion():
+    """Motion capture samples a joint along a few passes (curves over the sphere of swings),
+    each with its own twist: a texel's own samples give a range a few degrees wide that new
+    passes miss (issue 13). Pooling the twists of swings within 15 degrees accepts them."""
+    def passes(count, seed):
+        r = np.random.default_rng(seed)
+        out = []
+        for _ in range(count):
+            t = np.linspace(0.0, 1.0, 300)
+            start, turn = r.uniform(0, 2 * np.pi), r.uniform(-1.5, 1.5)
+            radius = r.uniform(0.2, 1.0) * (0.6 + 0.4 * np.sin(2 * np.pi * t + r.uniform(0, 6)))
+            d = tilt(A * radius * np.cos(start + turn * t), B * radius * np.sin(start + turn * t))
+            lo, hi = twist_range(d)
+            twist = lo + (hi - lo) * (0.5 + 0.5 * np.sin(r.uniform(1, 4) * 2 * np.pi * t + r.uniform(0, 6)))
+            out.append(rotation_from_direction_twist(d, twist))
+        return np.concatenate(out)
+
+    train, new = passes(12, 1), passes(12, 2)
+    pooled = JointLimit.fit(train, kind="sinus_texture")
+    own = JointLimit.fit(train, kind="sinus_texture", twist_radius=0.0)
+    assert pooled.contains(train).all() and own.contains(train).all()
+    recall_pooled, recall_own = pooled.contains(new).mean(), own.contains(new).mean()
+    # measured: 0.90 pooled against 0.19 per texel (the rest: swings the training passes never reached)
+    assert recall_pooled > 0.85 and recall_pooled > recall_own + 0.5, (recall_pooled, recall_own)
