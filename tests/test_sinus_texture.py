@@ -658,6 +658,7 @@ def test_twist_ranges_pooled_over_nearby_swings_accept_new_passes_of_the_same_mo
     """Motion capture samples a joint along a few passes (curves over the sphere of swings),
     each with its own twist: a texel's own samples give a range a few degrees wide that new
     passes miss (issue 13). Pooling the twists of swings within 15 degrees accepts them."""
+
     def passes(count, seed):
         r = np.random.default_rng(seed)
         out = []
