@@ -9,6 +9,7 @@ quaternion cover nearest the fitted data, runs the model, softens, and turns the
 import numpy as np
 
 from .constants import IDENTITY_QUATERNION
+from .continuity import MotionState
 from .model import LimitModel, model_class
 from .quaternion import (
     as_quaternions,
@@ -117,6 +118,48 @@ class JointLimit:
             out = soften(rel[moved], out, radius, np.broadcast_to(self.soft_falloff, moved.shape)[moved])
         reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
         return moved, quaternion_multiply(reference, out)
+
+    def project_sequence(self, local, previous=None, soften_result=True, return_state=False):
+        """A motion limited: local rotations ``(T, ..., 4)`` in frame order (the middle axes as
+        for :meth:`project`, e.g. ``(T, B, 4)`` for a stacked limit) give ``(T, ..., 4)``, each
+        frame's limited pose following from the previous one's, so where the motion is
+        continuous so is its limited version (:mod:`.continuity`: no pops where a non-convex
+        limit would switch sides). The first frame is limited as by :meth:`project`;
+        ``previous`` (the state a call with ``return_state=True`` returned with its result)
+        continues that call's motion instead. Softening applies per frame."""
+        local = as_quaternions(local)
+        if local.ndim < 2:
+            raise ValueError(f"a motion must be (T, ..., 4) rotations in frame order, got shape {local.shape}")
+        rel = self.to_relative(local)
+        hard, state = self.model.project_sequence(rel, previous)
+        out = self._soften(rel, hard) if soften_result else hard
+        out = self.from_relative(out)
+        return (out, state) if return_state else out
+
+    def project_sequence_outside(self, local, previous=None, tolerance=1e-5):
+        """:meth:`project_sequence` the way :meth:`project_outside` reports it, for the live
+        handler and the look-ahead: ``(moved (T, ...) bool, projected (k, 4), state)`` for the
+        rotations moved by more than ``tolerance`` radians. When every rotation is inside and
+        ``previous`` left no bone behind its input, the cost is one ``contains``."""
+        rel = self.to_relative(local)
+        if (previous is None or not previous.lagging(tolerance).any()) and self.model.contains(rel).all():
+            return np.zeros(rel.shape[:-1], dtype=bool), rel[:0], MotionState(rel[-1], rel[-1])
+        hard, state = self.model.project_sequence(rel, previous)
+        moved = quaternion_angle(rel, hard) > tolerance
+        out = self._soften(rel[moved], hard[moved], moved)
+        reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
+        return moved, quaternion_multiply(reference, out), state
+
+    def _soften(self, rel, hard, rows=None):
+        """Softening of ``hard`` toward ``rel``; ``rows`` (bool over the lead axes) when the
+        rotations are those rows only."""
+        radius, falloff = self.soft_radius, self.soft_falloff
+        if not np.any(radius > 0):
+            return hard
+        if rows is not None:
+            radius = np.broadcast_to(radius, rows.shape)[rows]
+            falloff = np.broadcast_to(falloff, rows.shape)[rows]
+        return soften(rel, hard, radius, falloff)
 
     def violation(self, local):
         """Radians between ``local`` and the nearest allowed rotation (0 inside)."""

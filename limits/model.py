@@ -9,7 +9,14 @@ expressed relative to the joint's reference pose (see :mod:`.joint`), as unit qu
 ``contains(q)``                ``(...,)`` bool: is the rotation allowed
 ``project(q)``                 ``(..., 4)``: the nearest allowed rotation (identity on allowed ones)
 ``violation(q)``               ``(...,)`` radians: how far ``q`` is from its projection
+``project_sequence(q)``        ``(T, ..., 4)``: a motion limited frame after frame, continuously
 ``to_dict()`` / ``from_dict``  plain data: ``config`` (str/int/float/bool) and ``params`` (arrays)
+
+Motion: :meth:`LimitModel.project_sequence` limits frames in order so that the limited pose
+follows from the previous one (:mod:`.continuity`); a model takes part through two hooks with
+working defaults, :meth:`~LimitModel.projection_candidates` (the Euler box offers its other
+Euler decomposition) and :meth:`~LimitModel.project_near` (the sinus texture checks the path
+from the previous pose, Kelly's search).
 
 "Nearest" is measured in the model's own parameter space (scaled angle-axis for Holden's
 shapes, Euler angles for the Euler box, ...); ``violation`` is always the geodesic angle.
@@ -27,6 +34,7 @@ with :func:`register_model` (``limits/__init__.py`` imports every module of the 
 
 import numpy as np
 
+from . import continuity
 from .constants import IDENTITY_QUATERNION
 from .quaternion import as_quaternions, quaternion_angle, quaternion_normalize
 
@@ -121,6 +129,30 @@ class LimitModel:
         """Geodesic angle in radians from ``q`` to its projection (0 inside)."""
         q = quaternion_normalize(as_quaternions(q))
         return quaternion_angle(q, self.project(q))
+
+    # -- motion ----------------------------------------------------------------------------
+    def projection_candidates(self, q):
+        """``(K, ..., 4)``: allowed rotations ``q (..., 4)`` may be limited to, the plain
+        :meth:`project` first. A model whose projection picks one of several answers (a branch,
+        a side) lists the others, so a motion can keep the one it is on. Default: the plain one."""
+        return self.project(q)[None]
+
+    def project_near(self, q, near):
+        """Projection of ``q (..., 4)``, just outside, continuing from ``near`` (inside, a small
+        step away): the candidate nearest ``near``. A model can refuse a result that is not
+        reached from ``near`` without leaving the limit (the sinus texture)."""
+        candidates = self.projection_candidates(q)
+        if len(candidates) == 1:
+            return candidates[0]
+        best = np.argmin(quaternion_angle(candidates, near), axis=0)
+        return np.take_along_axis(candidates, best[None, ..., None], axis=0)[0]
+
+    def project_sequence(self, q, previous=None):
+        """``(limited (T, ..., 4), state)``: rotations ``q (T, ..., 4)`` in frame order limited so
+        that each limited pose follows from the previous one (:mod:`.continuity`); ``previous``
+        (a :class:`.continuity.MotionState`, what an earlier call returned) continues that
+        motion, ``None`` starts afresh (the first frame is the plain projection)."""
+        return continuity.project_sequence(self, q, previous)
 
     # -- plain data ----------------------------------------------------------------------
     def to_dict(self):

@@ -62,7 +62,7 @@ from .nearest_boundary import (
     texel_scale,
     toward,
 )
-from .quaternion import as_quaternions, check_finite
+from .quaternion import as_quaternions, check_finite, quaternion_angle
 from .sphere_image import (
     bilinear_taps,
     count_islands,
@@ -83,6 +83,9 @@ DEFAULT_CLOSING = 0.12
 
 #: Arc (radians) over which stress falls from 1 at the boundary to 0 inside.
 STRESS_RAMP = 0.25
+#: :meth:`SinusTextureLimit.project_near` searches the path from the previous pose when the
+#: projection lies more than this many texels away from it.
+GUARD_TEXELS = 4.0
 
 
 def _stress_from_mask(mask, layout, depth=None):
@@ -643,6 +646,18 @@ class SinusTextureLimit(LimitModel):
             rows_changed, rotations = new
             out[part[rows_changed]] = rotations
         return out.reshape(lead + (4,))
+
+    def project_near(self, q, near):
+        """:meth:`project`, continuing from ``near`` (allowed, a small step away): when the arc
+        from ``near`` to the projection leaves the allowed region (it would jump a gap or a
+        notch), the result is where the arc leaves it instead (:meth:`project_along`, Kelly's
+        search from the last valid position). Arcs shorter than :data:`GUARD_TEXELS` texels are
+        not searched: they can cut the corner of a forbidden texel, not cross a gap."""
+        out = self.project(q)
+        far = quaternion_angle(out, near) > GUARD_TEXELS * texel_scale((self.config["height"], self.config["width"]))
+        if far.any():
+            out = np.where(far[..., None], self.project_along(out, near), out)
+        return out
 
     def _march(self, rows, prev_rows, bone, steps):
         """:meth:`project_along` for a batch of rows; ``(changed (n,) bool, rotations (k, 4))``
