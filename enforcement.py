@@ -39,9 +39,11 @@ _edited = set()
 
 class _Group:
     """Bones whose limits are stacked into one model; ``members`` keeps each bone's own
-    ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone."""
+    ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone.
+    ``state`` is where the bones' limited motion stands (:class:`.limits.continuity.MotionState`,
+    ``None`` after a cut): the next pose limited one at a time continues from it."""
 
-    __slots__ = ("rows", "names", "limit", "influence", "members")
+    __slots__ = ("rows", "names", "limit", "influence", "members", "state")
 
     def __init__(self, members, reuse=None):
         rows, names, limits, influence, identities = zip(*members)
@@ -49,6 +51,7 @@ class _Group:
         self.rows = np.asarray(rows, dtype=np.intp)
         self.names = list(names)
         self.influence = np.asarray(influence, dtype=float)
+        self.state = None
         self.limit = (reuse or _Reuse()).get(("stack",) + identities, lambda: JointLimit.stack(limits))
 
 
@@ -93,9 +96,14 @@ class _CompiledRig:
         self.groups = groups
         #: constraint-driven bones, limited through correctives (:class:`.rig.corrective.Corrected`)
         self.corrected = corrected
-        #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
-        #: function of the pose, so looping playback and scrubbing replay it for free.
+        #: input pose bytes -> (bones moved, {channel: written values}, ``(group, motion state
+        #: after it)`` pairs or None to keep theirs): a keyed frame's limited pose, however it is reached
+        #: (played, scrubbed, jumped to), is the one the look-ahead gave it limiting the action
+        #: in frame order; looping playback and scrubbing replay it for free.
         self.memo = {}
+        #: the frame and action of the last pose limited or looked up: a pose limited one at a
+        #: time continues the groups' motion unless the frame jumped or the action changed (a cut)
+        self.last = None
         #: the action (:func:`.rig.lookahead.action_identity`) whose frames are in the memo
         self.looked_ahead = None
         #: poses limited one at a time (not found in the memo): for tests and benchmarks
@@ -182,17 +190,25 @@ def compiled(obj):
     return rig
 
 
-def _project_group(obj, group, arrays):
+def _project_group(obj, group, arrays, motion=False, previous=None):
     """``(moved (..., R), limited (..., R, 4))`` for the ``R`` bones of ``group`` in ``arrays``
     (one pose, or poses over frames): which rotations leave their limit, and every rotation
-    after limiting (the others as they are)."""
+    after limiting (the others as they are). With ``motion`` the poses are frames in order (one
+    pose: the frame after ``previous``, a :class:`.limits.continuity.MotionState` or ``None``
+    for a cut), limited as a motion, and a third item is its trail (the state after each
+    frame)."""
     q = arrays.local_quaternions(group.rows)
     ok = np.all(np.isfinite(q), axis=-1) & (np.linalg.norm(q, axis=-1) > 1e-6)
     if not ok.all():
         for name in np.asarray(group.names)[~ok.reshape(-1, len(group.rows)).all(axis=0)]:
             report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
         q = np.where(ok[..., None], q, IDENTITY_QUATERNION)
-    moved, p = group.limit.project_outside(q)
+    if motion:
+        frames = q if q.ndim == 3 else q[None]
+        moved, p, trail = group.limit.project_sequence_outside(frames, previous)
+        moved = moved.reshape(q.shape[:-1])
+    else:
+        moved, p = group.limit.project_outside(q)
     p = p[ok[moved]]  # NaN rows were replaced by the identity: never write them
     moved &= ok
     limited = q.copy()
@@ -201,6 +217,8 @@ def _project_group(obj, group, arrays):
         if np.any(influence < 1.0):
             p = slerp(q[moved], p, influence)
         limited[moved] = p
+    if motion:
+        return moved, limited, trail if q.ndim == 3 else trail[0]
     return moved, limited
 
 
@@ -209,7 +227,8 @@ def enforce_object(obj, depsgraph=None):
     Constraint-driven bones are corrected on ``depsgraph``'s evaluated pose (the active one by
     default)."""
     rig = compiled(obj)
-    moved = _enforce_basis(obj, rig) if rig.groups else 0
+    scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
+    moved = _enforce_basis(obj, rig, scene.frame_current if scene is not None else None) if rig.groups else 0
     if rig.corrected is not None:
         if depsgraph is None:
             depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -226,24 +245,28 @@ def _correct(obj, rig, depsgraph):
     return corrective.correct(obj, depsgraph, rig.corrected, project)
 
 
-def _enforce_basis(obj, rig):
+def _enforce_basis(obj, rig, frame=None):
     arrays = PoseArrays(obj.pose.bones)
     key = arrays.key()
     hit = rig.memo.get(key)
     if hit is None and _look_ahead(obj, rig, arrays):
         hit = rig.memo.get(key)
+    last, rig.last = rig.last, (frame, action_identity(obj))
     if hit is None:
         if len(rig.memo) > MEMO_SIZE:
             rig.memo.clear()
             rig.looked_ahead = None
         rig.computed += 1
-        hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
+        cut = last is None or last[1] != rig.last[1] or frame is None or last[0] is None or abs(frame - last[0]) > 1
+        hit = rig.memo[key] = _limit_pose(obj, rig, arrays, cut)
         if hit[1]:
             # the pose we are about to write is our own result: when an update hands it back
             # (depsgraph_update_post after our write), leave it alone, so influence and
             # softening apply once instead of compounding.
-            rig.memo.setdefault(arrays.key(), (0, {}))
-    moved, written = hit
+            rig.memo.setdefault(arrays.key(), (0, {}, None))
+    moved, written, states = hit
+    for group, state in states or ():
+        group.state = state
     if written:
         arrays.write_values(written)
         # a transform tag re-evaluates the pose and what depends on it (skin, bone children)
@@ -252,34 +275,39 @@ def _enforce_basis(obj, rig):
     return moved
 
 
-def _limit_pose(obj, rig, arrays):
+def _limit_pose(obj, rig, arrays, cut=True):
+    """``(bones moved, written values, states)`` for the pose in ``arrays``: each group's bones
+    limited as the frame after the group's last (``cut``: afresh)."""
     rows, values = [], []
     for group in list(rig.groups):
         try:
-            moved, limited = _project_group(obj, group, arrays)
+            moved, limited, state = _project_group(obj, group, arrays, True, None if cut else group.state)
         except Exception as err:  # noqa: BLE001 - isolate the broken bone, keep the rest
             rig.groups.remove(group)
             if len(group.rows) > 1:
                 rig.groups.extend(_Group([m]) for m in group.members)
-                return _limit_pose(obj, rig, arrays)
+                return _limit_pose(obj, rig, arrays, True)
             report_once(
                 (obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})"
             )
             continue
+        group.state = state
         rows.append(group.rows[moved])
         values.append(limited[moved])
+    states = tuple((group, group.state) for group in rig.groups)
     rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
     if len(rows) == 0:
-        return 0, {}
+        return 0, {}, states
     channels = arrays.set_local_quaternions(rows, np.concatenate(values))
-    return len(rows), arrays.values(channels)
+    return len(rows), arrays.values(channels), states
 
 
 def _look_ahead(obj, rig, arrays):
-    """Limit every frame of the rig's action in one batched projection per group and remember
-    the results, so playing it only looks them up. Runs once per action (and after the memo
-    was cleared); returns whether it did. Any failure leaves the frame-by-frame path, which
-    isolates broken bones, to do the work."""
+    """Limit every frame of the rig's action as one motion in frame order, batched per group,
+    and remember the results (and each group's motion state after each frame), so playing,
+    scrubbing or jumping to a frame looks up the same limited pose. Runs once per action (and
+    after the memo was cleared); returns whether it did. Any failure leaves the frame-by-frame
+    path, which isolates broken bones, to do the work."""
     identity = action_identity(obj)
     if identity is None or identity == rig.looked_ahead:
         return False
@@ -290,20 +318,22 @@ def _look_ahead(obj, rig, arrays):
             return False
         frames, poses = found
         keys = [poses.key(f) for f in range(len(frames))]
-        results = [_project_group(obj, group, poses) for group in rig.groups]
+        results = [_project_group(obj, group, poses, True) for group in rig.groups]
     except Exception:  # noqa: BLE001 - see the docstring
         return False
     rows = np.concatenate([group.rows for group in rig.groups])
-    moved = np.concatenate([m for m, _ in results], axis=-1)
-    poses.set_local_quaternions(rows, np.concatenate([q for _, q in results], axis=-2), where=moved)
+    moved = np.concatenate([m for m, _, _ in results], axis=-1)
+    poses.set_local_quaternions(rows, np.concatenate([q for _, q, _ in results], axis=-2), where=moved)
     channels = [channel_of(code) for code in poses.modes[rows].tolist()]
+    trails = [(group, trail) for group, (_, _, trail) in zip(rig.groups, results, strict=True)]
     for f, key in enumerate(keys):
+        states = tuple((group, trail[f]) for group, trail in trails)
         if not moved[f].any():
-            rig.memo.setdefault(key, (0, {}))
+            rig.memo.setdefault(key, (0, {}, states))
             continue
         names = {channels[i] for i in np.flatnonzero(moved[f])}
-        rig.memo[key] = (int(moved[f].sum()), poses.values(names, f))
-        rig.memo.setdefault(poses.key(f), (0, {}))  # our own result, handed back
+        rig.memo[key] = (int(moved[f].sum()), poses.values(names, f), states)
+        rig.memo.setdefault(poses.key(f), (0, {}, None))  # our own result, handed back
     return True
 
 

@@ -64,14 +64,18 @@ def pops(q, limited):
 
 
 class MotionState:
-    """Where a limited motion stands after its last frame, to continue it: ``input`` and
-    ``limited`` ``(..., 4)`` model-space rotations of that frame."""
+    """Where a limited motion stands after a frame, to continue it from there: ``input`` and
+    ``limited`` ``(..., 4)`` model-space rotations of that frame. With a leading frame axis it
+    is a motion's trail, and ``trail[f]`` the state after frame ``f``."""
 
     __slots__ = ("input", "limited")
 
     def __init__(self, input, limited):  # noqa: A002 - the input rotation
         self.input = np.asarray(input, dtype=float)
         self.limited = np.asarray(limited, dtype=float)
+
+    def __getitem__(self, frame):
+        return MotionState(self.input[frame], self.limited[frame])
 
     def lagging(self, tolerance=1e-5):
         """``(...,)`` bool: rows whose limited pose is not the input (it was moved)."""
@@ -105,7 +109,7 @@ def project_sequence(model, q, previous=None):
         prev_in = np.broadcast_to(previous.input, q.shape[1:])
         prev_out = np.broadcast_to(previous.limited, q.shape[1:])
         out[0], plain = _step(model, q[0], candidates[:, 0], step_caps(quaternion_angle(q[0], prev_in)), prev_out)
-    chain_all = chain.reshape(len(chain), -1).all(axis=1)
+    chain_all = chain.reshape(len(chain), -1).all(axis=1) if chain.size else np.ones(len(chain), dtype=bool)
     for t in range(1, len(q)):
         if chain_all[t - 1] and plain.all():
             continue  # out[t] is the plain projection already

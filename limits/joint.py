@@ -138,17 +138,19 @@ class JointLimit:
 
     def project_sequence_outside(self, local, previous=None, tolerance=1e-5):
         """:meth:`project_sequence` the way :meth:`project_outside` reports it, for the live
-        handler and the look-ahead: ``(moved (T, ...) bool, projected (k, 4), state)`` for the
-        rotations moved by more than ``tolerance`` radians. When every rotation is inside and
-        ``previous`` left no bone behind its input, the cost is one ``contains``."""
+        handler and the look-ahead: ``(moved (T, ...) bool, projected (k, 4), trail)`` for the
+        rotations moved by more than ``tolerance`` radians; ``trail[f]`` (a
+        :class:`.continuity.MotionState`) continues the motion from frame ``f``. When every
+        rotation is inside and ``previous`` left no bone behind its input, the cost is one
+        ``contains``."""
         rel = self.to_relative(local)
         if (previous is None or not previous.lagging(tolerance).any()) and self.model.contains(rel).all():
-            return np.zeros(rel.shape[:-1], dtype=bool), rel[:0], MotionState(rel[-1], rel[-1])
-        hard, state = self.model.project_sequence(rel, previous)
+            return np.zeros(rel.shape[:-1], dtype=bool), rel.reshape(-1, 4)[:0], MotionState(rel, rel)
+        hard, _ = self.model.project_sequence(rel, previous)
         moved = quaternion_angle(rel, hard) > tolerance
         out = self._soften(rel[moved], hard[moved], moved)
         reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
-        return moved, quaternion_multiply(reference, out), state
+        return moved, quaternion_multiply(reference, out), MotionState(rel, hard)
 
     def _soften(self, rel, hard, rows=None):
         """Softening of ``hard`` toward ``rel``; ``rows`` (bool over the lead axes) when the

@@ -135,14 +135,28 @@ def test_stacked_limits_limit_each_bone_as_alone(models, motions):
 def test_sequence_outside_reports_the_moved_rotations(models, motions):
     limit = JointLimit(models["quaternion_surface"], soft_radius=0.05)
     q = motions["outer"][:, None]
-    moved, projected, state = limit.project_sequence_outside(q)
+    moved, projected, trail = limit.project_sequence_outside(q)
     limited = limit.project_sequence(q)
     assert moved.shape == q.shape[:-1] and moved.any()
     np.testing.assert_allclose(projected, limited[moved], atol=1e-12)
     assert np.all(quaternion_angle(limited[~moved], q[~moved]) <= 1e-5)
-    assert isinstance(state, MotionState)
+    assert isinstance(trail[5], MotionState)
+    # continuing from a frame's trail gives what the whole motion gave after it
+    rest = limit.project_sequence(q[60:], trail[59])
+    np.testing.assert_allclose(rest, limited[60:], atol=1e-12)
 
 
 def test_sequence_input_is_checked(models):
     with pytest.raises(ValueError, match=r"\(T, \.\.\., 4\)"):
         JointLimit(models["box"]).project_sequence(np.array([1.0, 0, 0, 0]))
+
+
+def test_one_frame_continues_a_stacked_motion(models, motions):
+    """The live handler's case: one pose ``(1, B, 4)`` after the state of the frame before."""
+    limit = JointLimit.stack([JointLimit(models["sdf_grid"]), JointLimit(models["sdf_grid"])])
+    q = np.stack([motions["outer"], motions["across"]], axis=1)
+    whole = limit.project_sequence(q)
+    _, state = limit.project_sequence(q[:50], return_state=True)
+    np.testing.assert_allclose(limit.project_sequence(q[50:51], state)[0], whole[50], atol=1e-12)
+    moved, projected, trail = limit.project_sequence_outside(q[50:51], state)
+    np.testing.assert_allclose(projected, whole[50][moved[0]], atol=1e-12)
