@@ -2,6 +2,7 @@
 """Limiting motion frame after frame (issue 16): no pops where a motion runs along or across a
 non-convex limit, every limited pose inside, and the sequence API's batching and continuation."""
 
+import motions as motions_lib
 import numpy as np
 import pytest
 
@@ -16,28 +17,12 @@ KINDS = [kind for kind, _, _ in model_kinds()]
 NON_CONVEX = ("euler_box", "sdf_grid", "sinus_texture", "quaternion_surface")
 
 
-def ring_motion(frames=3000, radius=0.9, width=0.2, span=0.75 * np.pi):
-    """A training take: the swing sweeps a C-shaped ring in exp-map space (a hole in the middle,
-    a notch at the back), radius and twist oscillating, in time order like captured motion."""
-    t = np.linspace(0.0, 1.0, frames)
-    a = span * np.sin(2 * np.pi * 3 * t)
-    r = radius + width * np.sin(2 * np.pi * 37 * t)
-    twist = 0.2 * np.sin(2 * np.pi * 23 * t)
-    return quaternion_from_exp_map(np.stack([r * np.cos(a), twist, r * np.sin(a)], axis=-1))
+def ring_motion(frames=3000):
+    return motions_lib.ring_motion(quaternion_from_exp_map, frames)
 
 
 def paths(frames=160):
-    """New motion around that limit: across the hole, circling inside the hole, circling
-    outside the ring through the notch, and along the ring with a twist beyond it."""
-    t = np.linspace(0.0, 1.0, frames)
-    a = 2 * np.pi * t
-    out = {
-        "across": np.stack([-1.3 + 2.6 * t, 0.05 * np.sin(6 * t), 0.1 * np.sin(3 * t)], axis=-1),
-        "inner": np.stack([0.5 * np.cos(a), 0.1 * np.sin(5 * a), 0.5 * np.sin(a)], axis=-1),
-        "outer": np.stack([1.35 * np.cos(a), 0.3 * np.sin(3 * a), 1.35 * np.sin(a)], axis=-1),
-        "twist": np.stack([0.9 * np.cos(a), 0.6 * np.sin(2 * a), 0.9 * np.sin(a)], axis=-1),
-    }
-    return {name: quaternion_from_exp_map(v) for name, v in out.items()}
+    return motions_lib.ring_paths(quaternion_from_exp_map, frames)
 
 
 def random_walk(seed, frames=1500, scale=0.04):
