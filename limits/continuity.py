@@ -41,7 +41,7 @@ CATCH_UP = np.radians(2.5)
 #: Shortest move toward the input a slide tries (radians).
 MIN_SUBSTEP = np.radians(0.25)
 #: Slide steps per frame at most.
-MAX_SUBSTEPS = 12
+MAX_SUBSTEPS = 6
 #: A slide step whose projection moves more than this many steps' lengths jumped (across a
 #: gap or a medial axis): the slide stops before it.
 JUMP = 3.0

@@ -85,7 +85,7 @@ DEFAULT_CLOSING = 0.12
 STRESS_RAMP = 0.25
 #: :meth:`SinusTextureLimit.project_near` searches the path from the previous pose when the
 #: projection lies more than this many texels away from it.
-GUARD_TEXELS = 4.0
+GUARD_TEXELS = 8.0
 
 
 def _stress_from_mask(mask, layout, depth=None):
