@@ -17,7 +17,7 @@ from bpy.app.handlers import persistent
 from .limits.constants import IDENTITY_QUATERNION
 from .limits.joint import JointLimit
 from .limits.quaternion import slerp
-from .rig import corrective
+from .rig import corrective, limited_ik
 from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
 from .rig.lookahead import action_identity, action_poses
@@ -32,7 +32,7 @@ LOOK_AHEAD_FRAMES = 1500
 _cache = {}
 _reported = set()
 _messages = []
-_state = {"busy": False, "scene_objects": -1, "armatures": ()}
+_state = {"busy": False, "scene_objects": -1, "armatures": (), "ik_targets": frozenset()}
 #: rigs seen in Edit Mode since they were compiled (object pointers)
 _edited = set()
 
@@ -90,12 +90,14 @@ _reuse = {}
 
 
 class _CompiledRig:
-    def __init__(self, bone_names, groups, corrected=None):
+    def __init__(self, bone_names, groups, corrected=None, chains=()):
         #: ``obj.pose.bones.keys()`` when compiled: rows are indices into this order
         self.bone_names = bone_names
         self.groups = groups
         #: constraint-driven bones, limited through correctives (:class:`.rig.corrective.Corrected`)
         self.corrected = corrected
+        #: IK chains holding limited bones, solved by enforcement (:mod:`.rig.limited_ik`)
+        self.chains = chains
         #: input pose bytes -> (bones moved, {channel: written values}, ``(group, motion state
         #: after it)`` pairs or None to keep theirs): a keyed frame's limited pose, however it is reached
         #: (played, scrubbed, jumped to), is the one the look-ahead gave it limiting the action
@@ -115,6 +117,7 @@ def invalidate(*_args):
     _cache.clear()
     _edited.clear()
     _state["scene_objects"] = -1
+    _state["ik_targets"] = frozenset()
 
 
 def reset():
@@ -140,9 +143,7 @@ def report_once(key, text):
 
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
-    in_ik = corrective.ik_chain_bones(obj)
-    by_key = {}
-    by_key_corrected = {}
+    entries = []  # (row, pose bone, limit, group key, identity) of every readable limited bone
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if not settings.enabled or not settings.has_limit:
@@ -158,18 +159,29 @@ def _compile(obj, bone_names):
                 f"{obj.name}: bone {pose_bone.name!r} skipped, its limit is unreadable ({describe(err)})",
             )
             continue
+        entries.append((row, pose_bone, limit, key, identity))
+    limits = {pose_bone.name: limit for _, pose_bone, limit, _, _ in entries}
+    chains = limited_ik.find(obj, limits.get)
+    held = limited_ik.held_bones(chains)
+    in_ik = corrective.ik_chain_bones(obj) | held
+    by_key = {}
+    by_key_corrected = {}
+    for row, pose_bone, limit, key, identity in entries:
+        if pose_bone.name in held:
+            continue
         corrected = pose_bone.name not in in_ik and corrective.driven(pose_bone) and corrective.ensure(obj, pose_bone) is not None
         (by_key_corrected if corrected else by_key).setdefault(key, []).append(
-            (row, pose_bone.name, limit, settings.influence, identity)
+            (row, pose_bone.name, limit, pose_bone.joint_limit.influence, identity)
         )
     groups = [group for members in by_key.values() for group in _groups(members, reuse)]
     corrected = [group for members in by_key_corrected.values() for group in _groups(members, reuse)]
-    keep = {name for group in corrected for name in group.names}
+    keep = {name for group in corrected for name in group.names} | held
     corrective.remove_all(obj, keep)  # bones no longer limited, or no longer driven
     if keep:
         corrective.mark_added()
+    _state["ik_targets"] = _state["ik_targets"] | limited_ik.targets(obj, chains)
     _reuse[obj.as_pointer()] = reuse.used
-    return _CompiledRig(bone_names, groups, corrective.Corrected(obj, corrected) if corrected else None)
+    return _CompiledRig(bone_names, groups, corrective.Corrected(obj, corrected) if corrected else None, chains)
 
 
 def compiled(obj):
@@ -224,17 +236,25 @@ def _project_group(obj, group, arrays, motion=False, previous=None):
 
 def enforce_object(obj, depsgraph=None):
     """Project every enabled limited bone of ``obj``; returns how many bones were moved.
-    Constraint-driven bones are corrected on ``depsgraph``'s evaluated pose (the active one by
-    default)."""
+    Held IK chains are solved and constraint-driven bones corrected on ``depsgraph``'s
+    evaluated pose (the active one by default), in that order: a corrected bone may hang below
+    a chain."""
     rig = compiled(obj)
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
     moved = _enforce_basis(obj, rig, scene.frame_current if scene is not None else None) if rig.groups else 0
-    if rig.corrected is not None:
+    if rig.chains or rig.corrected is not None:
         if depsgraph is None:
             depsgraph = bpy.context.evaluated_depsgraph_get()
-        if moved:
-            depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
-        moved += _correct(obj, rig, depsgraph)
+        stale = moved
+        if rig.chains:
+            if limited_ik.hold(obj, rig.chains) or stale:
+                depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
+            moved += limited_ik.solve(obj, depsgraph, rig.chains)
+            stale = True
+        if rig.corrected is not None:
+            if stale:
+                depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
+            moved += _correct(obj, rig, depsgraph)
     return moved
 
 
@@ -386,13 +406,17 @@ def on_depsgraph_update_post(scene, depsgraph=None):
     try:
         if _state["busy"] or not scene.joint_limits.enforce_live:
             return
-        if depsgraph is not None and not any(
-            isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in depsgraph.updates
-        ):
+        if depsgraph is not None and not any(_concerns_limits(u.id) for u in depsgraph.updates):
             return
         enforce_scene(scene, depsgraph)
     except Exception as err:  # noqa: BLE001
         report_once((None, None, "depsgraph"), f"update handler failed ({err})")
+
+
+def _concerns_limits(data):
+    """Whether an update of ``data`` may move a limited bone: an armature, or an object a held
+    IK chain aims at (a held IK is muted: Blender no longer re-evaluates the rig for it)."""
+    return isinstance(data, bpy.types.Object) and (data.type == "ARMATURE" or data.name in _state["ik_targets"])
 
 
 @persistent

@@ -160,6 +160,12 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     )
     cloud_count: IntProperty(name="Samples", description="Number of sampled rotations", default=0, min=0)
     last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
+    held_ik: StringProperty(
+        name="Held IK",
+        description="The IK constraint of this bone that live enforcement mutes and solves within the limits (rig/limited_ik.py)",
+        default="",
+        options={"HIDDEN"},
+    )
 
 
 def _enforce_live_changed(settings):

@@ -138,14 +138,25 @@ def quaternion_angle(a, b):
     return 4.0 * np.arctan2(np.sqrt(diff), np.sqrt(total))
 
 
+def vector_cross(a, b):
+    """``a x b`` over the last axis (3,), broadcast: numpy's ``cross`` spends most of a small
+    call on axis bookkeeping (a limited IK solve makes tens of thousands of them)."""
+    a, b = np.broadcast_arrays(a, b)
+    out = np.empty(a.shape, dtype=np.result_type(a, b, float))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 def quaternion_rotate(q, v):
     """Rotate vectors ``v (..., 3)`` by unit quaternions ``q (..., 4)``."""
     q = as_quaternions(q)
     v = as_vectors(v)
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * vector_cross(u, v)
+    return v + w * t + vector_cross(u, t)
 
 
 def _norm3(x, y, z):

@@ -18,8 +18,9 @@ the bones are corrected level by level (level = corrected ancestors), with one r
 the depsgraph between levels that wrote something; the last level's writes are evaluated by
 Blender's own second pass after the handler.
 
-IK and Spline IK chains are left alone: their solver runs after every chain bone's constraints,
-so a corrective on a chain bone only changes where the solve starts (measured, see README).
+IK chains are solved by enforcement itself and written through these correctives
+(:mod:`.limited_ik`): Blender's solver runs after every chain bone's constraints, so a corrective
+on a chain bone would only change where its solve starts. Spline IK chains are left alone.
 
 Bake, report and sampling with constraints evaluate the unlimited pose: :func:`suspended`
 pauses live enforcement and sets the correctives to influence 0 meanwhile.
@@ -64,8 +65,12 @@ def neutralize_everywhere():
 
 
 def remove_everywhere():
-    """Remove every corrective constraint (enforcement off, unregister): the plain rigs."""
+    """Remove every corrective constraint and release every held IK (enforcement off,
+    unregister): the plain rigs."""
+    from .limited_ik import release  # (it builds on this module)
+
     for obj in _armatures():
+        release(obj)
         remove_all(obj)
     _state["added"] = False
 
@@ -157,9 +162,12 @@ def remove_all(obj, keep=()):
 
 
 def neutralize(obj):
-    """Set every corrective of ``obj`` to influence 0 (the plain rig, bitwise)."""
+    """Set every corrective of ``obj`` to influence 0 and release its held IK (the plain rig, bitwise)."""
     if obj.type != "ARMATURE" or obj.pose is None:
         return
+    from .limited_ik import release  # (it builds on this module)
+
+    release(obj)
     for pb in obj.pose.bones:
         con = pb.constraints.get(CORRECTIVE)
         if con is not None and is_corrective(con) and con.influence != 0.0:
@@ -173,7 +181,7 @@ def correction(con):
     return quaternion_from_euler(np.array([getattr(con, f"to_min_{a}_rot") for a in _AXES]), ORDER)
 
 
-def _write(con, d):
+def write(con, d):
     """Make ``con`` apply ``d (4,)``; returns whether anything changed."""
     if 2.0 * np.arccos(min(1.0, abs(d[0]))) < TOLERANCE:
         if con.influence != 0.0:
@@ -257,5 +265,5 @@ def correct(obj, depsgraph, corrected, project_group):
                 pre = rotations.q[r]
                 d = quaternion_multiply(quaternion_conjugate(pre), limited[i]) if moved[i] else np.array([1.0, 0.0, 0.0, 0.0])
                 moved_count += bool(moved[i])
-                wrote |= _write(cons[r], d)
+                wrote |= write(cons[r], d)
     return moved_count

@@ -90,15 +90,18 @@ def brute_force_distance(chain, limits, targets, counts, rng):
 
 
 def pole_alignment(chain, result, target, pole, pole_angle):
-    """Angle between the root's pole axis and the pole, both perpendicular to root->target."""
+    """How far (radians) the root's X axis, perpendicular to root->target, is from pointing at
+    the pole (also perpendicular) turned back by ``pole_angle`` about root->target: Blender's rule,
+    measured in tests/test_blender_ik_live.py."""
     rotations, points = chain_pose(chain, result.local_rotations)
     axis = target - points[..., 0, :]
     axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
-    up = quaternion_rotate(rotations[..., 0, :], np.array([np.cos(pole_angle), 0.0, np.sin(pole_angle)]))
+    up = quaternion_rotate(rotations[..., 0, :], np.array([1.0, 0.0, 0.0]))
     towards = pole - points[..., 0, :]
     up = up - np.sum(up * axis, axis=-1, keepdims=True) * axis
     towards = towards - np.sum(towards * axis, axis=-1, keepdims=True) * axis
-    return np.arctan2(np.linalg.norm(np.cross(up, towards), axis=-1), np.sum(up * towards, axis=-1))
+    signed = np.arctan2(np.sum(np.cross(up, towards) * axis, axis=-1), np.sum(up * towards, axis=-1))
+    return np.abs((signed + pole_angle + np.pi) % (2.0 * np.pi) - np.pi)
 
 
 # -- forward kinematics ---------------------------------------------------------------------------
