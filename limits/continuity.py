@@ -90,45 +90,97 @@ def step_caps(steps):
 def project_sequence(model, q, previous=None):
     """``(limited (T, ..., 4), state)``: ``q (T, ..., 4)`` limited frame after frame (see the
     module docstring). ``previous`` (a :class:`MotionState`) continues an earlier motion; without
-    one the first frame is a cut. ``state`` continues this one."""
-    q = np.asarray(q, dtype=float)
-    if q.ndim < 2 or q.shape[-1] != 4:
-        raise ValueError(f"a motion must be (T, ..., 4) rotations, got shape {q.shape}")
-    candidates = model.projection_candidates(q)  # (K, T, ..., 4)
-    q = np.broadcast_to(q, candidates.shape[1:])
-    out = candidates[0].copy()
-    if len(q) == 0:
-        return out, previous
-    steps = quaternion_angle(q[1:], q[:-1])
-    caps = step_caps(steps)
-    # where frame t's plain projection is within reach of frame t-1's (both plain)
-    chain = quaternion_angle(candidates[0, 1:], candidates[0, :-1]) <= caps
-    if previous is None:
-        plain = np.ones(q.shape[1:-1], dtype=bool)
-    else:
-        prev_in = np.broadcast_to(previous.input, q.shape[1:])
-        prev_out = np.broadcast_to(previous.limited, q.shape[1:])
-        out[0], plain = _step(model, q[0], candidates[:, 0], step_caps(quaternion_angle(q[0], prev_in)), prev_out)
-    chain_all = chain.reshape(len(chain), -1).all(axis=1) if chain.size else np.ones(len(chain), dtype=bool)
-    for t in range(1, len(q)):
-        if chain_all[t - 1] and plain.all():
-            continue  # out[t] is the plain projection already
-        todo = ~(plain & chain[t - 1])
-        out[t], took = _step(model, q[t], candidates[:, t], caps[t - 1], out[t - 1], todo)
-        plain = np.where(todo, took, True)
-    return out, MotionState(q[-1].copy(), out[-1].copy())
+    one the first frame is a cut. ``state`` continues this one. (:class:`Motion` does the work.)"""
+    motion = Motion(model, q, previous)
+    motion.advance(len(motion.out))
+    if len(motion.out) == 0:
+        return motion.out, previous
+    return motion.out, motion.state(len(motion.out) - 1)
 
 
-def _step(model, q, candidates, cap, previous, rows=None):
-    """One frame: ``(limited (..., 4), plain (...,) bool)``, the rows given by ``rows`` (bool,
-    default all) continued from ``previous``, the others the plain projection. ``plain`` says
-    which rows took the plain projection."""
+class Motion:
+    """A motion ``q (T, ..., 4)`` being limited frame after frame, as far as asked
+    (:meth:`advance`): ``out`` holds the limited frames, final below :attr:`ready`.
+
+    The plain projection of every frame comes first, batched; a row (bone) keeps it up to the
+    first frame where it leaves the reach of the previous frame's, and from there on only the
+    rows that left it or are still catching up are limited, frame after frame, on the model's
+    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs one
+    batched projection and a comparison of angles, and is ready at once."""
+
+    def __init__(self, model, q, previous=None):
+        q = np.asarray(q, dtype=float)
+        if q.ndim < 2 or q.shape[-1] != 4:
+            raise ValueError(f"a motion must be (T, ..., 4) rotations, got shape {q.shape}")
+        self.model = model
+        candidates = model.projection_candidates(q)  # (K, T, ..., 4)
+        self.q = q = np.broadcast_to(q, candidates.shape[1:])
+        self.out = candidates[0].copy()
+        frames = len(q)
+        self._lead = q.shape[1:-1]
+        self._q = q.reshape(frames, -1, 4)
+        self._candidates = candidates.reshape(len(candidates), frames, -1, 4)
+        self._out = self.out.reshape(frames, -1, 4)  # (a view: rows written here land in ``out``)
+        self._caps = step_caps(quaternion_angle(self._q[1:], self._q[:-1]))  # (T - 1, n)
+        # frame t + 1's plain projection out of reach of frame t's
+        self._broken = quaternion_angle(self._candidates[0, 1:], self._candidates[0, :-1]) > self._caps
+        self._pending = np.flatnonzero(self._broken.any(axis=1)) + 1  # frames where some row breaks
+        # rows whose limited pose at frame ``_next - 1`` is not its plain projection
+        self._held = np.zeros(self._q.shape[1], dtype=bool)
+        self._next = 1
+        if frames and previous is not None:
+            prev_in = np.broadcast_to(previous.input, q.shape[1:]).reshape(-1, 4)
+            prev_out = np.broadcast_to(previous.limited, q.shape[1:]).reshape(-1, 4)
+            cap = step_caps(quaternion_angle(self._q[0], prev_in))
+            rows = np.flatnonzero(quaternion_angle(self._candidates[0, 0], prev_out) > cap)
+            if rows.size:
+                self._out[0, rows], plain = _step(
+                    model.subset(self._lead, rows), self._q[0, rows], self._candidates[:, 0, rows], cap[rows], prev_out[rows]
+                )
+                self._held[rows] = ~plain
+        self._skip()
+
+    @property
+    def ready(self):
+        """Frames below this are limited (final)."""
+        return self._next
+
+    def _skip(self):
+        """Move :attr:`ready` over the frames that keep their plain projection."""
+        if not self._held.any():
+            later = self._pending[np.searchsorted(self._pending, self._next) :]
+            self._next = int(later[0]) if later.size else len(self.out)
+
+    def advance(self, stop):
+        """Limit the frames up to ``stop`` (exclusive), in order."""
+        stop = min(stop, len(self.out))
+        while self._next < stop:
+            t = self._next
+            rows = np.flatnonzero(self._held | self._broken[t - 1])
+            self._out[t, rows], plain = _step(
+                self.model.subset(self._lead, rows),
+                self._q[t, rows],
+                self._candidates[:, t, rows],
+                self._caps[t - 1, rows],
+                self._out[t - 1, rows],
+            )
+            self._held[:] = False
+            self._held[rows] = ~plain
+            self._next = t + 1
+            self._skip()
+
+    def state(self, frame):
+        """:class:`MotionState` after ``frame`` (or frames, a slice) limited."""
+        return MotionState(self.q[frame].copy(), self.out[frame].copy())
+
+
+def _step(model, q, candidates, cap, previous):
+    """One frame for ``n`` rows: ``(limited (n, 4), plain (n,) bool)``, continued from
+    ``previous (n, 4)``; ``plain`` says which rows took the plain projection."""
     out = candidates[0].copy()
-    lead = q.shape[:-1]
-    rows = np.ones(lead, dtype=bool) if rows is None else rows
-    reach = quaternion_angle(candidates, previous)  # (K, ...)
+    reach = quaternion_angle(candidates, previous)  # (K, n)
     within = reach <= cap
-    plain = within[0] | ~rows
+    plain = within[0]
     if plain.all():
         return out, plain
     # 2. another candidate within reach, the nearest the input
@@ -138,34 +190,35 @@ def _step(model, q, candidates, cap, previous, rows=None):
     picked = np.take_along_axis(candidates, best[None, ..., None], axis=0)[0]
     out[found] = picked[found]
     # 3. slide from the previous pose
-    slide = ~plain & ~found
-    if slide.any():
-        out[slide] = _slide(model, q, np.broadcast_to(previous, q.shape), np.broadcast_to(cap, lead), slide)[slide]
+    slide = np.flatnonzero(~plain & ~found)
+    if slide.size:
+        out[slide] = _slide(model.subset(plain.shape, slide), q[slide], previous[slide], cap[slide])
     return out, plain
 
 
-def _slide(model, q, start, cap, rows):
-    """Projected descent toward ``q`` from ``start`` (inside) for ``rows``: see the module
-    docstring (3). Steps start as long as the frame's reach and halve when one jumps or leaves
-    the reach; a step that brings the pose no nearer ``q`` (a local minimum of the distance on
-    the boundary) ends the row's slide. Returns ``(..., 4)``; rows not asked for hold ``start``."""
+def _slide(model, q, start, cap):
+    """Projected descent toward ``q (n, 4)`` from ``start`` (inside): see the module docstring
+    (3). Steps start as long as the frame's reach and halve when one jumps or leaves the reach;
+    a step that brings the pose no nearer ``q`` (a local minimum of the distance on the
+    boundary) ends the row's slide. Each step projects only the rows still sliding."""
     x = start.copy()
-    active = rows.copy()
     h = np.array(cap, dtype=float)
     dist = quaternion_angle(x, q)
+    active = np.flatnonzero(dist > 0.0)
     for _ in range(MAX_SUBSTEPS):
-        if not active.any():
+        if not active.size:
             break
-        length = np.minimum(np.minimum(h, dist), np.maximum(cap - quaternion_angle(x, start), 0.0))
-        t = np.where(active & (dist > 0.0), length / np.where(dist > 0.0, dist, 1.0), 0.0)
-        y = np.where(active[..., None], slerp(x, q, t), x)
-        c = quaternion_toward(model.project_near(y, x), x)
-        new_dist = quaternion_angle(c, q)
-        closer = new_dist < dist - STALL
-        within = (quaternion_angle(c, x) <= JUMP * np.maximum(length, STALL)) & (quaternion_angle(c, start) <= cap)
-        ok = active & closer & within
-        x = np.where(ok[..., None], c, x)
-        dist = np.where(ok, new_dist, dist)
-        h = np.where(active & closer & ~within, 0.5 * h, h)
-        active = active & closer & (h >= MIN_SUBSTEP) & (length > STALL)
+        xa, qa, sa, ca, da = x[active], q[active], start[active], cap[active], dist[active]
+        length = np.minimum(np.minimum(h[active], da), np.maximum(ca - quaternion_angle(xa, sa), 0.0))
+        y = slerp(xa, qa, length / da)
+        c = quaternion_toward(model.subset(dist.shape, active).project_near(y, xa), xa)
+        new_dist = quaternion_angle(c, qa)
+        closer = new_dist < da - STALL
+        within = (quaternion_angle(c, xa) <= JUMP * np.maximum(length, STALL)) & (quaternion_angle(c, sa) <= ca)
+        ok = closer & within
+        x[active[ok]] = c[ok]
+        dist[active[ok]] = new_dist[ok]
+        halve = active[closer & ~within]
+        h[halve] *= 0.5
+        active = active[closer & (h[active] >= MIN_SUBSTEP) & (length >= MIN_SUBSTEP)]
     return x
