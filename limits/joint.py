@@ -9,7 +9,7 @@ quaternion cover nearest the fitted data, runs the model, softens, and turns the
 import numpy as np
 
 from .constants import IDENTITY_QUATERNION
-from .continuity import MotionState
+from .continuity import Motion, MotionState
 from .model import LimitModel, model_class
 from .quaternion import (
     as_quaternions,
@@ -138,19 +138,18 @@ class JointLimit:
 
     def project_sequence_outside(self, local, previous=None, tolerance=1e-5):
         """:meth:`project_sequence` the way :meth:`project_outside` reports it, for the live
-        handler and the look-ahead: ``(moved (T, ...) bool, projected (k, 4), trail)`` for the
-        rotations moved by more than ``tolerance`` radians; ``trail[f]`` (a
-        :class:`.continuity.MotionState`) continues the motion from frame ``f``. When every
-        rotation is inside and ``previous`` left no bone behind its input, the cost is one
-        ``contains``."""
-        rel = self.to_relative(local)
-        if (previous is None or not previous.lagging(tolerance).any()) and self.model.contains(rel).all():
-            return np.zeros(rel.shape[:-1], dtype=bool), rel.reshape(-1, 4)[:0], MotionState(rel, rel)
-        hard, _ = self.model.project_sequence(rel, previous)
-        moved = quaternion_angle(rel, hard) > tolerance
-        out = self._soften(rel[moved], hard[moved], moved)
-        reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
-        return moved, quaternion_multiply(reference, out), MotionState(rel, hard)
+        handler: ``(moved (T, ...) bool, projected (k, 4), trail)`` for the rotations moved by
+        more than ``tolerance`` radians; ``trail[f]`` (a :class:`.continuity.MotionState`)
+        continues the motion from frame ``f``. When every rotation is inside and ``previous``
+        left no bone behind its input, the cost is one ``contains``."""
+        motion = self.motion(local, previous)
+        motion.advance(len(motion.rel))
+        return motion.outside(0, len(motion.rel), tolerance)
+
+    def motion(self, local, previous=None):
+        """A :class:`LimitedMotion` of local rotations ``(T, ..., 4)`` in frame order, limited
+        as far as it is asked (the look-ahead limits an action's frames as they are needed)."""
+        return LimitedMotion(self, local, previous)
 
     def _soften(self, rel, hard, rows=None):
         """Softening of ``hard`` toward ``rel``; ``rows`` (bool over the lead axes) when the
@@ -221,3 +220,41 @@ class JointLimit:
 
     def __repr__(self):
         return f"<JointLimit {self.model!r} ref={np.round(self.reference, 3).tolist()}>"
+
+
+class LimitedMotion:
+    """A motion being limited by a :class:`JointLimit` frame after frame
+    (:class:`.continuity.Motion`): frames below :attr:`ready` are limited; :meth:`advance`
+    limits more, :meth:`outside` reports a range of them as :meth:`JointLimit.project_outside`
+    does. A motion every rotation of which is inside (and that no earlier one left lagging) is
+    ready at once for one ``contains``."""
+
+    def __init__(self, limit, local, previous=None, tolerance=1e-5):
+        self.limit = limit
+        self.rel = limit.to_relative(local)
+        self._motion = None
+        if (previous is None or not previous.lagging(tolerance).any()) and limit.model.contains(self.rel).all():
+            return
+        self._motion = Motion(limit.model, self.rel, previous)
+
+    @property
+    def ready(self):
+        return len(self.rel) if self._motion is None else self._motion.ready
+
+    def advance(self, stop):
+        if self._motion is not None:
+            self._motion.advance(stop)
+
+    def outside(self, start, stop, tolerance=1e-5):
+        """``(moved (n, ...) bool, projected (k, 4), trail)`` for frames ``start`` to ``stop``
+        (limited already): the rotations moved by more than ``tolerance`` radians, their limited
+        local rotations (softened), and the motion's state after each frame."""
+        rel = self.rel[start:stop]
+        if self._motion is None:
+            return np.zeros(rel.shape[:-1], dtype=bool), rel.reshape(-1, 4)[:0], MotionState(rel, rel)
+        hard = self._motion.out[start:stop]
+        moved = quaternion_angle(rel, hard) > tolerance
+        limit = self.limit
+        out = limit._soften(rel[moved], hard[moved], moved)
+        reference = np.broadcast_to(limit.reference, moved.shape + (4,))[moved]
+        return moved, quaternion_multiply(reference, out), MotionState(rel, hard)
