@@ -6,7 +6,7 @@ import motions as motions_lib
 import numpy as np
 import pytest
 
-from limits.continuity import MotionState, pops, step_caps
+from limits.continuity import Motion, MotionState, pops, step_caps
 from limits.joint import JointLimit
 from limits.model import model_class, model_kinds
 from limits.quaternion import quaternion_angle, quaternion_from_exp_map
@@ -145,3 +145,35 @@ def test_one_frame_continues_a_stacked_motion(models, motions):
     np.testing.assert_allclose(limit.project_sequence(q[50:51], state)[0], whole[50], atol=1e-12)
     moved, projected, trail = limit.project_sequence_outside(q[50:51], state)
     np.testing.assert_allclose(projected, whole[50][moved[0]], atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_subset_of_a_stacked_model_projects_as_its_bones(models, motions, kind):
+    """LimitModel.subset: the rows the sequence limits frame after frame get their own bone's
+    limit (a view for the row-based models, sliced params for the others)."""
+    other = model_class(kind).fit(ring_motion(600)[::2])
+    if other.group_key() != models[kind].group_key():  # (the quaternion surface keys its size)
+        other = model_class(kind).fit(ring_motion()[::-1])
+    stacked = type(models[kind]).stack([models[kind], other, models[kind]])
+    q = np.stack(list(motions.values()))[:, :40].transpose(1, 0, 2)[:, :3]  # (40, 3, 4)
+    rows = np.array([1, 2, 4, 7, 8, 30, 61, 119])
+    view = stacked.subset(q.shape[:-1], rows)
+    flat = stacked.project(q).reshape(-1, 4)[rows]
+    np.testing.assert_allclose(view.project(q.reshape(-1, 4)[rows]), flat, atol=1e-9)
+    again = view.subset((len(rows),), [0, 3])
+    np.testing.assert_allclose(again.project(q.reshape(-1, 4)[rows[[0, 3]]]), flat[[0, 3]], atol=1e-9)
+
+
+def test_a_motion_limited_on_demand_is_the_motion_limited_at_once(models, motions):
+    """Motion.advance in any steps (the lazy look-ahead) gives what one call gives; frames that
+    keep their plain projection are ready without limiting anything."""
+    q = np.stack(list(motions.values()), axis=1)  # (T, paths, 4)
+    model = models["sinus_texture"]
+    whole, _ = model.project_sequence(q)
+    motion = Motion(model, q)
+    assert 0 < motion.ready < len(q)  # ready up to the first jump
+    np.testing.assert_array_equal(motion.out[: motion.ready], model.project(q)[: motion.ready])
+    for stop in (motion.ready + 1, 50, 51, 120, len(q)):
+        motion.advance(stop)
+        assert motion.ready >= stop
+    np.testing.assert_allclose(motion.out, whole, atol=1e-12)
