@@ -39,9 +39,11 @@ _edited = set()
 
 class _Group:
     """Bones whose limits are stacked into one model; ``members`` keeps each bone's own
-    ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone."""
+    ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone.
+    ``state`` is where the bones' limited motion stands (:class:`.limits.continuity.MotionState`,
+    ``None`` after a cut): the next pose limited one at a time continues from it."""
 
-    __slots__ = ("rows", "names", "limit", "influence", "members")
+    __slots__ = ("rows", "names", "limit", "influence", "members", "state")
 
     def __init__(self, members, reuse=None):
         rows, names, limits, influence, identities = zip(*members)
@@ -49,6 +51,7 @@ class _Group:
         self.rows = np.asarray(rows, dtype=np.intp)
         self.names = list(names)
         self.influence = np.asarray(influence, dtype=float)
+        self.state = None
         self.limit = (reuse or _Reuse()).get(("stack",) + identities, lambda: JointLimit.stack(limits))
 
 
@@ -95,11 +98,18 @@ class _CompiledRig:
         self.corrected = corrected
         #: IK chains holding limited bones, solved by enforcement (:mod:`.rig.limited_ik`)
         self.chains = chains
-        #: input pose bytes -> (bones moved, {channel: written values}); projection is a pure
-        #: function of the pose, so looping playback and scrubbing replay it for free.
+        #: input pose bytes -> (bones moved, {channel: written values}, ``(group, motion state
+        #: after it)`` pairs or None to keep theirs): a keyed frame's limited pose, however it is reached
+        #: (played, scrubbed, jumped to), is the one the look-ahead gave it limiting the action
+        #: in frame order; looping playback and scrubbing replay it for free.
         self.memo = {}
+        #: the frame and action of the last pose limited or looked up: a pose limited one at a
+        #: time continues the groups' motion unless the frame jumped or the action changed (a cut)
+        self.last = None
         #: the action (:func:`.rig.lookahead.action_identity`) whose frames are in the memo
         self.looked_ahead = None
+        #: the look-ahead still limiting that action's frames (:class:`_Ahead`), or None
+        self.ahead = None
         #: poses limited one at a time (not found in the memo): for tests and benchmarks
         self.computed = 0
 
@@ -195,17 +205,22 @@ def compiled(obj):
     return rig
 
 
-def _project_group(obj, group, arrays):
-    """``(moved (..., R), limited (..., R, 4))`` for the ``R`` bones of ``group`` in ``arrays``
-    (one pose, or poses over frames): which rotations leave their limit, and every rotation
-    after limiting (the others as they are)."""
+def _group_rotations(obj, group, arrays):
+    """``(q (..., R, 4), ok (..., R))``: the local rotations of ``group``'s ``R`` bones in
+    ``arrays`` (one pose, or poses over frames), NaN and zero ones reported and replaced by the
+    identity (``ok`` false)."""
     q = arrays.local_quaternions(group.rows)
     ok = np.all(np.isfinite(q), axis=-1) & (np.linalg.norm(q, axis=-1) > 1e-6)
     if not ok.all():
         for name in np.asarray(group.names)[~ok.reshape(-1, len(group.rows)).all(axis=0)]:
             report_once((obj.name, name, "nan"), f"{obj.name}: bone {name!r} has a NaN or zero rotation; left as it is")
         q = np.where(ok[..., None], q, IDENTITY_QUATERNION)
-    moved, p = group.limit.project_outside(q)
+    return q, ok
+
+
+def _limited(group, q, ok, moved, p):
+    """``(moved, limited)``: rotations ``q`` with the ``moved`` ones replaced by ``p`` (after
+    the bones' influence), never the replaced NaN rows."""
     p = p[ok[moved]]  # NaN rows were replaced by the identity: never write them
     moved &= ok
     limited = q.copy()
@@ -217,13 +232,32 @@ def _project_group(obj, group, arrays):
     return moved, limited
 
 
+def _project_group(obj, group, arrays, motion=False, previous=None):
+    """``(moved (..., R), limited (..., R, 4))`` for the ``R`` bones of ``group`` in ``arrays``
+    (one pose, or poses over frames): which rotations leave their limit, and every rotation
+    after limiting (the others as they are). With ``motion`` the pose is the frame after
+    ``previous`` (a :class:`.limits.continuity.MotionState` or ``None`` for a cut), limited as
+    a motion, and a third item is the state after it."""
+    q, ok = _group_rotations(obj, group, arrays)
+    if motion:
+        moved, p, trail = group.limit.project_sequence_outside(q[None], previous)
+        moved = moved[0]
+    else:
+        moved, p = group.limit.project_outside(q)
+    moved, limited = _limited(group, q, ok, moved, p)
+    if motion:
+        return moved, limited, trail[0]
+    return moved, limited
+
+
 def enforce_object(obj, depsgraph=None):
     """Project every enabled limited bone of ``obj``; returns how many bones were moved.
     Held IK chains are solved and constraint-driven bones corrected on ``depsgraph``'s
     evaluated pose (the active one by default), in that order: a corrected bone may hang below
     a chain."""
     rig = compiled(obj)
-    moved = _enforce_basis(obj, rig) if rig.groups else 0
+    scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
+    moved = _enforce_basis(obj, rig, scene.frame_current if scene is not None else None) if rig.groups else 0
     if rig.chains or rig.corrected is not None:
         if depsgraph is None:
             depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -247,24 +281,30 @@ def _correct(obj, rig, depsgraph):
     return corrective.correct(obj, depsgraph, rig.corrected, project)
 
 
-def _enforce_basis(obj, rig):
+def _enforce_basis(obj, rig, frame=None):
     arrays = PoseArrays(obj.pose.bones)
     key = arrays.key()
     hit = rig.memo.get(key)
     if hit is None and _look_ahead(obj, rig, arrays):
         hit = rig.memo.get(key)
+    if hit is _PENDING:
+        hit = _resolve(rig, key)
+    last, rig.last = rig.last, (frame, action_identity(obj))
     if hit is None:
         if len(rig.memo) > MEMO_SIZE:
             rig.memo.clear()
-            rig.looked_ahead = None
+            rig.looked_ahead = rig.ahead = None
         rig.computed += 1
-        hit = rig.memo[key] = _limit_pose(obj, rig, arrays)
+        cut = last is None or last[1] != rig.last[1] or frame is None or last[0] is None or abs(frame - last[0]) > 1
+        hit = rig.memo[key] = _limit_pose(obj, rig, arrays, cut)
         if hit[1]:
             # the pose we are about to write is our own result: when an update hands it back
             # (depsgraph_update_post after our write), leave it alone, so influence and
             # softening apply once instead of compounding.
-            rig.memo.setdefault(arrays.key(), (0, {}))
-    moved, written = hit
+            rig.memo.setdefault(arrays.key(), (0, {}, None))
+    moved, written, states = hit
+    for group, state in states or ():
+        group.state = state
     if written:
         arrays.write_values(written)
         # a transform tag re-evaluates the pose and what depends on it (skin, bone children)
@@ -273,59 +313,128 @@ def _enforce_basis(obj, rig):
     return moved
 
 
-def _limit_pose(obj, rig, arrays):
+def _limit_pose(obj, rig, arrays, cut=True):
+    """``(bones moved, written values, states)`` for the pose in ``arrays``: each group's bones
+    limited as the frame after the group's last (``cut``: afresh)."""
     rows, values = [], []
     for group in list(rig.groups):
         try:
-            moved, limited = _project_group(obj, group, arrays)
+            moved, limited, state = _project_group(obj, group, arrays, True, None if cut else group.state)
         except Exception as err:  # noqa: BLE001 - isolate the broken bone, keep the rest
             rig.groups.remove(group)
             if len(group.rows) > 1:
                 rig.groups.extend(_Group([m]) for m in group.members)
-                return _limit_pose(obj, rig, arrays)
+                return _limit_pose(obj, rig, arrays, True)
             report_once(
                 (obj.name, group.names[0], "error"), f"{obj.name}: bone {group.names[0]!r} skipped ({type(err).__name__}: {err})"
             )
             continue
+        group.state = state
         rows.append(group.rows[moved])
         values.append(limited[moved])
+    states = tuple((group, group.state) for group in rig.groups)
     rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
     if len(rows) == 0:
-        return 0, {}
+        return 0, {}, states
     channels = arrays.set_local_quaternions(rows, np.concatenate(values))
-    return len(rows), arrays.values(channels)
+    return len(rows), arrays.values(channels), states
 
 
 def _look_ahead(obj, rig, arrays):
-    """Limit every frame of the rig's action in one batched projection per group and remember
-    the results, so playing it only looks them up. Runs once per action (and after the memo
-    was cleared); returns whether it did. Any failure leaves the frame-by-frame path, which
-    isolates broken bones, to do the work."""
+    """Limit every frame of the rig's action as one motion in frame order, batched per group,
+    and remember the results (and each group's motion state after each frame), so playing,
+    scrubbing or jumping to a frame looks up the same limited pose. Runs once per action (and
+    after the memo was cleared); returns whether it did. Frames that keep their plain
+    projection are remembered at once; the frames from the first where some bone's projection
+    jumps are limited when first asked for (:class:`_Ahead`), all those before it in frame order.
+    Any failure leaves the frame-by-frame path, which isolates broken bones, to do the work."""
     identity = action_identity(obj)
     if identity is None or identity == rig.looked_ahead:
         return False
     rig.looked_ahead = identity
+    rig.ahead = None
     try:
         found = action_poses(obj, arrays, LOOK_AHEAD_FRAMES)
         if found is None:
             return False
         frames, poses = found
-        keys = [poses.key(f) for f in range(len(frames))]
-        results = [_project_group(obj, group, poses) for group in rig.groups]
+        ahead = _Ahead(obj, rig, poses, len(frames))
+        ahead.remember(rig, 0)
     except Exception:  # noqa: BLE001 - see the docstring
         return False
-    rows = np.concatenate([group.rows for group in rig.groups])
-    moved = np.concatenate([m for m, _ in results], axis=-1)
-    poses.set_local_quaternions(rows, np.concatenate([q for _, q in results], axis=-2), where=moved)
-    channels = [channel_of(code) for code in poses.modes[rows].tolist()]
-    for f, key in enumerate(keys):
-        if not moved[f].any():
-            rig.memo.setdefault(key, (0, {}))
-            continue
-        names = {channels[i] for i in np.flatnonzero(moved[f])}
-        rig.memo[key] = (int(moved[f].sum()), poses.values(names, f))
-        rig.memo.setdefault(poses.key(f), (0, {}))  # our own result, handed back
+    if ahead.done < len(frames):
+        rig.ahead = ahead
     return True
+
+
+#: a memo entry for a frame of the action the look-ahead has not limited yet
+_PENDING = object()
+
+
+class _Ahead:
+    """The look-ahead of an action under way: each group's :class:`.limits.joint.LimitedMotion`
+    over the action's frames, the frames remembered so far (``done``) and the frame of each
+    input pose (the first, when two frames share one)."""
+
+    def __init__(self, obj, rig, poses, count):
+        self.poses = poses
+        self.keys = [poses.key(f) for f in range(count)]
+        self.frame = {}
+        for f, key in enumerate(self.keys):
+            self.frame.setdefault(key, f)
+        self.parts = []
+        for group in rig.groups:
+            q, ok = _group_rotations(obj, group, poses)
+            self.parts.append((group, q, ok, group.limit.motion(q)))
+        self.rows = np.concatenate([group.rows for group in rig.groups])
+        self.channels = [channel_of(code) for code in poses.modes[self.rows].tolist()]
+        self.done = 0
+        for key in self.keys:
+            rig.memo[key] = _PENDING
+
+    def remember(self, rig, stop):
+        """Limit the frames up to ``stop`` (and on while they need nothing) and remember them."""
+        for *_, motion in self.parts:
+            motion.advance(stop)
+        start, stop = self.done, min(motion.ready for *_, motion in self.parts)
+        if stop <= start:
+            return
+        results = []
+        for group, q, ok, motion in self.parts:
+            moved, p, trail = motion.outside(start, stop)
+            results.append((group, *_limited(group, q[start:stop], ok[start:stop], moved, p), trail))
+        moved = np.concatenate([m for _, m, _, _ in results], axis=-1)
+        poses = self.poses.frames(start, stop)
+        poses.set_local_quaternions(self.rows, np.concatenate([q for _, _, q, _ in results], axis=-2), where=moved)
+        for i, f in enumerate(range(start, stop)):
+            key = self.keys[f]
+            if rig.memo.get(key) is not _PENDING or self.frame[key] != f:
+                continue  # (an earlier frame with the same input pose gave its result)
+            states = tuple((group, trail[i]) for group, _, _, trail in results)
+            if not moved[i].any():
+                rig.memo[key] = (0, {}, states)
+                continue
+            names = {self.channels[j] for j in np.flatnonzero(moved[i])}
+            rig.memo[key] = (int(moved[i].sum()), poses.values(names, i), states)
+            rig.memo.setdefault(poses.key(i), (0, {}, None))  # our own result, handed back
+        self.done = stop
+
+
+def _resolve(rig, key):
+    """The memo entry of a pending frame: the look-ahead limits the frames up to it. On a
+    failure the pending frames are forgotten (limited one at a time instead): ``None``."""
+    ahead = rig.ahead
+    try:
+        ahead.remember(rig, ahead.frame[key] + 1)
+        hit = rig.memo.get(key)
+        if hit is not _PENDING:
+            return hit
+    except Exception:  # noqa: BLE001 - see _look_ahead
+        pass
+    for k in [k for k, v in rig.memo.items() if v is _PENDING]:
+        del rig.memo[k]
+    rig.ahead = None
+    return None
 
 
 def _armatures(scene):

@@ -445,6 +445,23 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
                 out[start + bad], moved[start + bad] = self._reference_project(chunk[bad], _bone_rows(bone, start, bad))
         return out.reshape(lead + (4,)), moved.reshape(lead)
 
+    def projection_candidates(self, q):
+        """``(3, ..., 4)``: :meth:`project`, then the clamp of each of the two Euler triples of
+        ``q``. Blender clamps the triple with the smaller sum of absolute angles, which switches
+        along a motion; a motion keeps the triple it is on (:mod:`.continuity`)."""
+        q = as_quaternions(q)
+        plain, moved = self._project(q)
+        rows, bone, lead = self._rows(q)
+        mins, maxs = self._bone_params(bone)
+        finite = finite_rows(rows)
+        safe = np.where(finite[:, None], rows, IDENTITY_QUATERNION)
+        keep = ~moved.reshape(-1)[:, None]
+        out = [plain]
+        for euler in self._triples(safe):
+            clamped = quaternion_toward(quaternion_from_euler(clamp_angle(euler, mins, maxs), self.config["order"]), safe)
+            out.append(np.where(keep, rows, clamped).reshape(lead + (4,)))
+        return np.stack(out)
+
     def _arcs(self, tolerance):
         """The kernel's constants for the current params, kept while they stay the same (they
         cost more than a small batch of rotations)."""

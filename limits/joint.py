@@ -9,6 +9,7 @@ quaternion cover nearest the fitted data, runs the model, softens, and turns the
 import numpy as np
 
 from .constants import IDENTITY_QUATERNION
+from .continuity import Motion, MotionState
 from .model import LimitModel, model_class
 from .quaternion import (
     as_quaternions,
@@ -125,6 +126,49 @@ class JointLimit:
         reference = np.broadcast_to(self.reference, moved.shape + (4,))[moved]
         return moved, quaternion_multiply(reference, out)
 
+    def project_sequence(self, local, previous=None, soften_result=True, return_state=False):
+        """A motion limited: local rotations ``(T, ..., 4)`` in frame order (the middle axes as
+        for :meth:`project`, e.g. ``(T, B, 4)`` for a stacked limit) give ``(T, ..., 4)``, each
+        frame's limited pose following from the previous one's, so where the motion is
+        continuous so is its limited version (:mod:`.continuity`: no pops where a non-convex
+        limit would switch sides). The first frame is limited as by :meth:`project`;
+        ``previous`` (the state a call with ``return_state=True`` returned with its result)
+        continues that call's motion instead. Softening applies per frame."""
+        local = as_quaternions(local)
+        if local.ndim < 2:
+            raise ValueError(f"a motion must be (T, ..., 4) rotations in frame order, got shape {local.shape}")
+        rel = self.to_relative(local)
+        hard, state = self.model.project_sequence(rel, previous)
+        out = self._soften(rel, hard) if soften_result else hard
+        out = self.from_relative(out)
+        return (out, state) if return_state else out
+
+    def project_sequence_outside(self, local, previous=None, tolerance=1e-5):
+        """:meth:`project_sequence` the way :meth:`project_outside` reports it, for the live
+        handler: ``(moved (T, ...) bool, projected (k, 4), trail)`` for the rotations moved by
+        more than ``tolerance`` radians; ``trail[f]`` (a :class:`.continuity.MotionState`)
+        continues the motion from frame ``f``. When every rotation is inside and ``previous``
+        left no bone behind its input, the cost is one ``contains``."""
+        motion = self.motion(local, previous)
+        motion.advance(len(motion.rel))
+        return motion.outside(0, len(motion.rel), tolerance)
+
+    def motion(self, local, previous=None):
+        """A :class:`LimitedMotion` of local rotations ``(T, ..., 4)`` in frame order, limited
+        as far as it is asked (the look-ahead limits an action's frames as they are needed)."""
+        return LimitedMotion(self, local, previous)
+
+    def _soften(self, rel, hard, rows=None):
+        """Softening of ``hard`` toward ``rel``; ``rows`` (bool over the lead axes) when the
+        rotations are those rows only."""
+        radius, falloff = self.soft_radius, self.soft_falloff
+        if not np.any(radius > 0):
+            return hard
+        if rows is not None:
+            radius = np.broadcast_to(radius, rows.shape)[rows]
+            falloff = np.broadcast_to(falloff, rows.shape)[rows]
+        return soften(rel, hard, radius, falloff)
+
     def violation(self, local):
         """Radians between ``local`` and the nearest allowed rotation (0 inside)."""
         rel = self.to_relative(local)
@@ -183,3 +227,41 @@ class JointLimit:
 
     def __repr__(self):
         return f"<JointLimit {self.model!r} ref={np.round(self.reference, 3).tolist()}>"
+
+
+class LimitedMotion:
+    """A motion being limited by a :class:`JointLimit` frame after frame
+    (:class:`.continuity.Motion`): frames below :attr:`ready` are limited; :meth:`advance`
+    limits more, :meth:`outside` reports a range of them as :meth:`JointLimit.project_outside`
+    does. A motion every rotation of which is inside (and that no earlier one left lagging) is
+    ready at once for one ``contains``."""
+
+    def __init__(self, limit, local, previous=None, tolerance=1e-5):
+        self.limit = limit
+        self.rel = limit.to_relative(local)
+        self._motion = None
+        if (previous is None or not previous.lagging(tolerance).any()) and limit.model.contains(self.rel).all():
+            return
+        self._motion = Motion(limit.model, self.rel, previous)
+
+    @property
+    def ready(self):
+        return len(self.rel) if self._motion is None else self._motion.ready
+
+    def advance(self, stop):
+        if self._motion is not None:
+            self._motion.advance(stop)
+
+    def outside(self, start, stop, tolerance=1e-5):
+        """``(moved (n, ...) bool, projected (k, 4), trail)`` for frames ``start`` to ``stop``
+        (limited already): the rotations moved by more than ``tolerance`` radians, their limited
+        local rotations (softened), and the motion's state after each frame."""
+        rel = self.rel[start:stop]
+        if self._motion is None:
+            return np.zeros(rel.shape[:-1], dtype=bool), rel.reshape(-1, 4)[:0], MotionState(rel, rel)
+        hard = self._motion.out[start:stop]
+        moved = quaternion_angle(rel, hard) > tolerance
+        limit = self.limit
+        out = limit._soften(rel[moved], hard[moved], moved)
+        reference = np.broadcast_to(limit.reference, moved.shape + (4,))[moved]
+        return moved, quaternion_multiply(reference, out), MotionState(rel, hard)

@@ -9,7 +9,14 @@ expressed relative to the joint's reference pose (see :mod:`.joint`), as unit qu
 ``contains(q)``                ``(...,)`` bool: is the rotation allowed
 ``project(q)``                 ``(..., 4)``: the nearest allowed rotation (identity on allowed ones)
 ``violation(q)``               ``(...,)`` radians: how far ``q`` is from its projection
+``project_sequence(q)``        ``(T, ..., 4)``: a motion limited frame after frame, continuously
 ``to_dict()`` / ``from_dict``  plain data: ``config`` (str/int/float/bool) and ``params`` (arrays)
+
+Motion: :meth:`LimitModel.project_sequence` limits frames in order so that the limited pose
+follows from the previous one (:mod:`.continuity`); a model takes part through two hooks with
+working defaults, :meth:`~LimitModel.projection_candidates` (the Euler box offers its other
+Euler decomposition) and :meth:`~LimitModel.project_near` (the sinus texture checks the path
+from the previous pose, Kelly's search).
 
 "Nearest" is measured in the model's own parameter space (scaled angle-axis for Holden's
 shapes, Euler angles for the Euler box, ...); ``violation`` is always the geodesic angle.
@@ -25,8 +32,11 @@ with :func:`register_model` (``limits/__init__.py`` imports every module of the 
 ``ui_order`` places it in the model menu.
 """
 
+import copy
+
 import numpy as np
 
+from . import continuity
 from .constants import IDENTITY_QUATERNION
 from .quaternion import as_quaternions, quaternion_angle, quaternion_normalize
 
@@ -121,6 +131,51 @@ class LimitModel:
         """Geodesic angle in radians from ``q`` to its projection (0 inside)."""
         q = quaternion_normalize(as_quaternions(q))
         return quaternion_angle(q, self.project(q))
+
+    # -- motion ----------------------------------------------------------------------------
+    def projection_candidates(self, q):
+        """``(K, ..., 4)``: allowed rotations ``q (..., 4)`` may be limited to, the plain
+        :meth:`project` first. A model whose projection picks one of several answers (a branch,
+        a side) lists the others, so a motion can keep the one it is on. Default: the plain one."""
+        return self.project(q)[None]
+
+    def project_near(self, q, near):
+        """Projection of ``q (..., 4)``, just outside, continuing from ``near`` (inside, a small
+        step away): the candidate nearest ``near``. A model can refuse a result that is not
+        reached from ``near`` without leaving the limit (the sinus texture)."""
+        candidates = self.projection_candidates(q)
+        if len(candidates) == 1:
+            return candidates[0]
+        best = np.argmin(quaternion_angle(candidates, near), axis=0)
+        return np.take_along_axis(candidates, best[None, ..., None], axis=0)[0]
+
+    def subset(self, lead, index):
+        """This model for some rows of a query: queries ``(..., n, 4)`` give row ``i`` the
+        parameters (for a stacked model, the bone's) that flat row ``index[i]`` of a query shaped
+        ``lead + (4,)`` has. :mod:`.continuity` limits the few rows of a motion that need it
+        frame after frame this way, instead of the whole stack. Default: the rows' bones' params
+        sliced into a new model; :class:`RowsPerBone` models answer with a view instead."""
+        bones = subset_bones(self._bone_shape(), lead, index)
+        if bones is None:
+            return self
+        params = {}
+        for name, value in self.params.items():
+            core = value.shape[len(self._bone_shape()) :]
+            params[name] = value.reshape((-1,) + core)[bones]
+        return type(self)(params, self.config)
+
+    def _bone_shape(self):
+        """The stacked bone axes (``()`` for one bone's model), from the first parameter."""
+        name, shape = next(iter(self.PARAM_SHAPES.items()))
+        value = self.params[name]
+        return value.shape[: value.ndim - len(shape)]
+
+    def project_sequence(self, q, previous=None):
+        """``(limited (T, ..., 4), state)``: rotations ``q (T, ..., 4)`` in frame order limited so
+        that each limited pose follows from the previous one (:mod:`.continuity`); ``previous``
+        (a :class:`.continuity.MotionState`, what an earlier call returned) continues that
+        motion, ``None`` starts afresh (the first frame is the plain projection)."""
+        return continuity.project_sequence(self, q, previous)
 
     # -- plain data ----------------------------------------------------------------------
     def to_dict(self):
@@ -223,18 +278,43 @@ class MovedProjection:
         return np.where(finite, angle, np.nan)
 
 
+def subset_bones(bone_shape, lead, index):
+    """For :meth:`LimitModel.subset`: ``(n,)`` flat bone of each row ``index`` of a query shaped
+    ``lead`` against a model stacked over ``bone_shape`` (``None`` for one bone's model)."""
+    if not bone_shape:
+        return None
+    count = int(np.prod(bone_shape))
+    bones = np.arange(count).reshape(bone_shape)
+    return np.broadcast_to(bones, np.broadcast_shapes(tuple(lead), bone_shape)).reshape(-1)[np.asarray(index, dtype=np.intp)]
+
+
 class RowsPerBone:
     """Mixin for models whose maths runs on flat rows: :meth:`_rows` flattens queries against
     the stacked bone axes, :meth:`_per_row` picks each row's bone parameters. ``LEAD_PARAM``
-    names a parameter with a one-dimensional core (its leading axes are the bone axes)."""
+    names a parameter with a one-dimensional core (its leading axes are the bone axes).
+    :meth:`subset` is a view sharing params and caches, whose bone axis is the rows' bones."""
 
     LEAD_PARAM = ""
+    #: a :meth:`subset` view's bone of each row (its bone axis), else None
+    _subset_bones = None
 
     def _lead(self):
         return self.params[self.LEAD_PARAM].shape[:-1]
 
+    def subset(self, lead, index):
+        own = self._lead() if self._subset_bones is None else self._subset_bones.shape
+        bones = subset_bones(own, lead, index)
+        if bones is None:
+            return self
+        view = copy.copy(self)  # (params and the caches built so far are shared)
+        view._subset_bones = bones if self._subset_bones is None else self._subset_bones[bones]
+        return view
+
     def _rows(self, q):
         """``(rows (R, 4), bone (R,) or None, lead shape)`` for queries ``q (..., 4)``."""
+        if self._subset_bones is not None:
+            lead = np.broadcast_shapes(q.shape[:-1], self._subset_bones.shape)
+            return np.broadcast_to(q, lead + (4,)).reshape(-1, 4), np.broadcast_to(self._subset_bones, lead).reshape(-1), lead
         lead_params = self._lead()
         lead = np.broadcast_shapes(q.shape[:-1], lead_params)
         rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)

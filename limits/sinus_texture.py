@@ -47,12 +47,14 @@ direction, twist limits are signed angles (not magnitudes either side of zero), 
 projected swings land on the boundary (within 1 % of a texel), not on a texel centre.
 """
 
+import copy
+
 import numpy as np
 
 from . import sphere_maps as sm
 from .checks import check_cloud, check_padding
 from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
-from .model import LimitModel, register_model
+from .model import LimitModel, register_model, subset_bones
 from .nearest_boundary import (
     INSET,
     boundary_candidates,
@@ -62,7 +64,7 @@ from .nearest_boundary import (
     texel_scale,
     toward,
 )
-from .quaternion import as_quaternions, check_finite
+from .quaternion import as_quaternions, check_finite, quaternion_angle
 from .sphere_image import (
     bilinear_taps,
     count_islands,
@@ -83,6 +85,9 @@ DEFAULT_CLOSING = 0.12
 
 #: Arc (radians) over which stress falls from 1 at the boundary to 0 inside.
 STRESS_RAMP = 0.25
+#: :meth:`SinusTextureLimit.project_near` searches the path from the previous pose when the
+#: projection lies more than this many texels away from it.
+GUARD_TEXELS = 8.0
 
 
 def _stress_from_mask(mask, layout, depth=None):
@@ -505,10 +510,27 @@ class SinusTextureLimit(LimitModel):
         tables = [nearest_allowed_points(m, self.config["layout"]) for m in masks]
         return np.stack(tables).reshape(self.params["image"].shape[:-1] + (3,))
 
+    #: a :meth:`subset` view's bone of each row (its bone axis), else None
+    _subset_bones = None
+
+    def subset(self, lead, index):
+        """A view sharing the params and runtime tables, whose bone axis is the rows' bones
+        (see :meth:`.model.LimitModel.subset`)."""
+        own = self._runtime()["bones_shape"] if self._subset_bones is None else self._subset_bones.shape
+        bones = subset_bones(own, lead, index)
+        if bones is None:
+            return self
+        view = copy.copy(self)
+        view._subset_bones = bones if self._subset_bones is None else self._subset_bones[bones]
+        return view
+
     def _flat_inputs(self, q):
         """``q`` broadcast against the bone axes: ``(rows (n, 4), bone (n,) or None, lead)``."""
         rt = self._runtime()
         q = as_quaternions(q)
+        if self._subset_bones is not None:
+            lead = np.broadcast_shapes(q.shape[:-1], self._subset_bones.shape)
+            return np.broadcast_to(q, lead + (4,)).reshape(-1, 4), np.broadcast_to(self._subset_bones, lead).reshape(-1), lead
         bones_shape = rt["bones_shape"]
         lead = np.broadcast_shapes(q.shape[:-1], bones_shape)
         rows = np.broadcast_to(q, lead + (4,)).reshape(-1, 4)
@@ -674,6 +696,23 @@ class SinusTextureLimit(LimitModel):
             rows_changed, rotations = new
             out[part[rows_changed]] = rotations
         return out.reshape(lead + (4,))
+
+    def project_near(self, q, near):
+        """:meth:`project`, continuing from ``near`` (allowed, a small step away): when the arc
+        from ``near`` to the projection leaves the allowed region (it would jump a gap or a
+        notch), the result is where the arc leaves it instead (:meth:`project_along`, Kelly's
+        search from the last valid position). Arcs shorter than :data:`GUARD_TEXELS` texels are
+        not searched: they can cut the corner of a forbidden texel, not cross a gap."""
+        out = self.project(q)
+        far = quaternion_angle(out, near) > GUARD_TEXELS * texel_scale((self.config["height"], self.config["width"]))
+        if far.any():  # (searched for those rows only: a march costs far more than a lookup)
+            lead = far.shape
+            rows = np.flatnonzero(far)
+            out = np.broadcast_to(out, lead + (4,)).reshape(-1, 4).copy()
+            start = np.broadcast_to(near, lead + (4,)).reshape(-1, 4)[rows]
+            out[rows] = self.subset(lead, rows).project_along(out[rows], start)
+            out = out.reshape(lead + (4,))
+        return out
 
     def _march(self, rows, prev_rows, bone, steps):
         """:meth:`project_along` for a batch of rows; ``(changed (n,) bool, rotations (k, 4))``

@@ -31,14 +31,15 @@ def limited_bones(obj, bone_names=None, skipped=None):
 
 
 def apply_limits(obj, rotations, limits, skipped=None):
-    """Limit ``rotations (F, n, 4)`` (``pose.bones`` order) in place; returns them. A bone whose
-    limit fails or gives NaN keeps its rotations and is added to ``skipped`` (see
-    :func:`limited_bones`)."""
+    """Limit ``rotations (F, n, 4)`` (``pose.bones`` order, frames in order) in place; returns
+    them. Each bone's frames are limited as one motion (:meth:`.JointLimit.project_sequence`),
+    so a limit the motion runs along or through does not make it pop. A bone whose limit fails
+    or gives NaN keeps its rotations and is added to ``skipped`` (see :func:`limited_bones`)."""
     for name, limit in limits.items():
         with guarded(skipped, name):
             b = obj.pose.bones.find(name)
             q = rotations[:, b]
-            p = limit.project(q)
+            p = limit.project_sequence(q)
             influence = obj.pose.bones[b].joint_limit.influence
             limited = slerp(q, p, influence) if influence < 1.0 else p
             if not np.all(np.isfinite(limited)):

@@ -77,6 +77,15 @@ class PoseArrays:
             setattr(out, name, np.repeat(getattr(self, name)[None], count, axis=0))
         return out
 
+    def frames(self, start, stop):
+        """Frames ``start`` to ``stop`` of an :meth:`over_frames` snapshot, sharing its arrays
+        (writes land in it)."""
+        out = object.__new__(PoseArrays)
+        out.pose_bones, out.modes = None, self.modes
+        for name in ("quaternion", "euler", "axis_angle"):
+            setattr(out, name, getattr(self, name)[start:stop])
+        return out
+
     def read(self, channels):
         """Read the named channels from Blender (foreach_get)."""
         for name in channels:

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Limiting motion rather than poses: each frame's limited pose follows from the previous one.
+
+Projecting every frame on its own makes non-convex limits *pop*: where the input runs along or
+through a limit, the nearest allowed rotation can switch sides (Holden's open problem, seed
+001) and the limited pose jumps far more than the input moved. Kelly (seed 003) projects along
+the path from the last valid pose instead. This module does that for every model through the
+model interface (:meth:`.model.LimitModel.projection_candidates` and
+:meth:`~.model.LimitModel.project_near`); it never changes what a single pose projects to
+when the motion allows it.
+
+For one bone, input rotations ``q_t`` and limited rotations ``p_t`` (model space), the input's
+step ``s_t = angle(q_{t-1}, q_t)`` and the step the limited pose may take
+``cap_t = max(2 s_t, s_t + CATCH_UP)`` (radians):
+
+1. the plain projection of ``q_t`` when it lies within ``cap_t`` of ``p_{t-1}`` (so a motion whose
+   projection is continuous is limited exactly as frame by frame);
+2. else the other candidate projections of ``q_t`` within ``cap_t`` (the Euler box's other
+   Euler decomposition, ...), the one nearest ``q_t``;
+3. else *slide*: from ``x = p_{t-1}`` move toward ``q_t`` (at most ``cap_t``, less if that jumps) and take the
+   model's projection of that point near ``x``; repeat while it gets nearer ``q_t``, moves no more
+   than ``JUMP`` substeps at once and stays within ``cap_t`` of ``p_{t-1}``. This is a projected
+   descent of the distance to ``q_t``: it follows the boundary the previous pose is on.
+
+Every result is a projection of the model, or the previous result: it is inside the limit when
+the model's projections are. The limited pose never moves more than ``cap_t`` in a frame, so it
+never *pops* (:func:`pops`: moves more than 3x the input's step and more than 5 degrees beyond it). The first
+frame, and a frame after a cut, is the plain projection.
+
+Shapes: ``q (T, ..., 4)`` in frame order; the middle axes broadcast against a stacked model's
+bone axes the way ``project`` does. Rotations are unit ``(w, x, y, z)``; either cover.
+"""
+
+import numpy as np
+
+from .quaternion import quaternion_angle, quaternion_toward, slerp
+
+#: Radians the limited pose may move in a frame beyond the input's own step (2.5 degrees): how
+#: fast it catches up with a projection it could not follow at once.
+CATCH_UP = np.radians(2.5)
+#: Shortest move toward the input a slide tries (radians).
+MIN_SUBSTEP = np.radians(0.25)
+#: Slide steps per frame at most.
+MAX_SUBSTEPS = 6
+#: A slide step whose projection moves more than this many steps' lengths jumped (across a
+#: gap or a medial axis): the slide stops before it.
+JUMP = 3.0
+#: Progress below this (radians) ends a slide.
+STALL = 1e-7
+
+
+#: A *pop*: the limited pose moves more than ``POP_RATIO`` times the input's step and more than
+#: ``POP_MARGIN`` radians beyond it (issue 16's measure).
+POP_RATIO = 3.0
+POP_MARGIN = np.radians(5.0)
+
+
+def pops(q, limited):
+    """``(T - 1,)`` bool: which frames of a motion ``q (T, ..., 4)`` and its limited version
+    ``limited`` pop (see :data:`POP_RATIO`), per row of the middle axes."""
+    steps = quaternion_angle(q[1:], q[:-1])
+    limited_steps = quaternion_angle(limited[1:], limited[:-1])
+    return (limited_steps > POP_RATIO * steps) & (limited_steps > steps + POP_MARGIN)
+
+
+class MotionState:
+    """Where a limited motion stands after a frame, to continue it from there: ``input`` and
+    ``limited`` ``(..., 4)`` model-space rotations of that frame. With a leading frame axis it
+    is a motion's trail, and ``trail[f]`` the state after frame ``f``."""
+
+    __slots__ = ("input", "limited")
+
+    def __init__(self, input, limited):  # noqa: A002 - the input rotation
+        self.input = np.asarray(input, dtype=float)
+        self.limited = np.asarray(limited, dtype=float)
+
+    def __getitem__(self, frame):
+        return MotionState(self.input[frame], self.limited[frame])
+
+    def lagging(self, tolerance=1e-5):
+        """``(...,)`` bool: rows whose limited pose is not the input (it was moved)."""
+        return quaternion_angle(self.input, self.limited) > tolerance
+
+
+def step_caps(steps):
+    """How far the limited pose may move in a frame, for input steps ``steps`` (radians)."""
+    return np.maximum(2.0 * steps, steps + CATCH_UP)
+
+
+def project_sequence(model, q, previous=None):
+    """``(limited (T, ..., 4), state)``: ``q (T, ..., 4)`` limited frame after frame (see the
+    module docstring). ``previous`` (a :class:`MotionState`) continues an earlier motion; without
+    one the first frame is a cut. ``state`` continues this one. (:class:`Motion` does the work.)"""
+    motion = Motion(model, q, previous)
+    motion.advance(len(motion.out))
+    if len(motion.out) == 0:
+        return motion.out, previous
+    return motion.out, motion.state(len(motion.out) - 1)
+
+
+class Motion:
+    """A motion ``q (T, ..., 4)`` being limited frame after frame, as far as asked
+    (:meth:`advance`): ``out`` holds the limited frames, final below :attr:`ready`.
+
+    The plain projection of every frame comes first, batched; a row (bone) keeps it up to the
+    first frame where it leaves the reach of the previous frame's, and from there on only the
+    rows that left it or are still catching up are limited, frame after frame, on the model's
+    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs one
+    batched projection and a comparison of angles, and is ready at once."""
+
+    def __init__(self, model, q, previous=None):
+        q = np.asarray(q, dtype=float)
+        if q.ndim < 2 or q.shape[-1] != 4:
+            raise ValueError(f"a motion must be (T, ..., 4) rotations, got shape {q.shape}")
+        self.model = model
+        candidates = model.projection_candidates(q)  # (K, T, ..., 4)
+        self.q = q = np.broadcast_to(q, candidates.shape[1:])
+        self.out = candidates[0].copy()
+        frames = len(q)
+        self._lead = q.shape[1:-1]
+        self._q = q.reshape(frames, -1, 4)
+        self._candidates = candidates.reshape(len(candidates), frames, -1, 4)
+        self._out = self.out.reshape(frames, -1, 4)  # (a view: rows written here land in ``out``)
+        self._caps = step_caps(quaternion_angle(self._q[1:], self._q[:-1]))  # (T - 1, n)
+        # frame t + 1's plain projection out of reach of frame t's
+        self._broken = quaternion_angle(self._candidates[0, 1:], self._candidates[0, :-1]) > self._caps
+        self._pending = np.flatnonzero(self._broken.any(axis=1)) + 1  # frames where some row breaks
+        # rows whose limited pose at frame ``_next - 1`` is not its plain projection
+        self._held = np.zeros(self._q.shape[1], dtype=bool)
+        self._next = 1
+        if frames and previous is not None:
+            prev_in = np.broadcast_to(previous.input, q.shape[1:]).reshape(-1, 4)
+            prev_out = np.broadcast_to(previous.limited, q.shape[1:]).reshape(-1, 4)
+            cap = step_caps(quaternion_angle(self._q[0], prev_in))
+            rows = np.flatnonzero(quaternion_angle(self._candidates[0, 0], prev_out) > cap)
+            if rows.size:
+                self._out[0, rows], plain = _step(
+                    model.subset(self._lead, rows), self._q[0, rows], self._candidates[:, 0, rows], cap[rows], prev_out[rows]
+                )
+                self._held[rows] = ~plain
+        self._skip()
+
+    @property
+    def ready(self):
+        """Frames below this are limited (final)."""
+        return self._next
+
+    def _skip(self):
+        """Move :attr:`ready` over the frames that keep their plain projection."""
+        if not self._held.any():
+            later = self._pending[np.searchsorted(self._pending, self._next) :]
+            self._next = int(later[0]) if later.size else len(self.out)
+
+    def advance(self, stop):
+        """Limit the frames up to ``stop`` (exclusive), in order."""
+        stop = min(stop, len(self.out))
+        while self._next < stop:
+            t = self._next
+            rows = np.flatnonzero(self._held | self._broken[t - 1])
+            self._out[t, rows], plain = _step(
+                self.model.subset(self._lead, rows),
+                self._q[t, rows],
+                self._candidates[:, t, rows],
+                self._caps[t - 1, rows],
+                self._out[t - 1, rows],
+            )
+            self._held[:] = False
+            self._held[rows] = ~plain
+            self._next = t + 1
+            self._skip()
+
+    def state(self, frame):
+        """:class:`MotionState` after ``frame`` (or frames, a slice) limited."""
+        return MotionState(self.q[frame].copy(), self.out[frame].copy())
+
+
+def _step(model, q, candidates, cap, previous):
+    """One frame for ``n`` rows: ``(limited (n, 4), plain (n,) bool)``, continued from
+    ``previous (n, 4)``; ``plain`` says which rows took the plain projection."""
+    out = candidates[0].copy()
+    reach = quaternion_angle(candidates, previous)  # (K, n)
+    within = reach <= cap
+    plain = within[0]
+    if plain.all():
+        return out, plain
+    # 2. another candidate within reach, the nearest the input
+    miss = np.where(within, quaternion_angle(candidates, q), np.inf)
+    best = np.argmin(miss, axis=0)
+    found = ~plain & np.isfinite(np.take_along_axis(miss, best[None], axis=0)[0])
+    picked = np.take_along_axis(candidates, best[None, ..., None], axis=0)[0]
+    out[found] = picked[found]
+    # 3. slide from the previous pose
+    slide = np.flatnonzero(~plain & ~found)
+    if slide.size:
+        out[slide] = _slide(model.subset(plain.shape, slide), q[slide], previous[slide], cap[slide])
+    return out, plain
+
+
+def _slide(model, q, start, cap):
+    """Projected descent toward ``q (n, 4)`` from ``start`` (inside): see the module docstring
+    (3). Steps start as long as the frame's reach and halve when one jumps or leaves the reach;
+    a step that brings the pose no nearer ``q`` (a local minimum of the distance on the
+    boundary) ends the row's slide. Each step projects only the rows still sliding."""
+    x = start.copy()
+    h = np.array(cap, dtype=float)
+    dist = quaternion_angle(x, q)
+    active = np.flatnonzero(dist > 0.0)
+    for _ in range(MAX_SUBSTEPS):
+        if not active.size:
+            break
+        xa, qa, sa, ca, da = x[active], q[active], start[active], cap[active], dist[active]
+        length = np.minimum(np.minimum(h[active], da), np.maximum(ca - quaternion_angle(xa, sa), 0.0))
+        y = slerp(xa, qa, length / da)
+        c = quaternion_toward(model.subset(dist.shape, active).project_near(y, xa), xa)
+        new_dist = quaternion_angle(c, qa)
+        closer = new_dist < da - STALL
+        within = (quaternion_angle(c, xa) <= JUMP * np.maximum(length, STALL)) & (quaternion_angle(c, sa) <= ca)
+        ok = closer & within
+        x[active[ok]] = c[ok]
+        dist[active[ok]] = new_dist[ok]
+        halve = active[closer & ~within]
+        h[halve] *= 0.5
+        active = active[closer & (h[active] >= MIN_SUBSTEP) & (length >= MIN_SUBSTEP)]
+    return x
