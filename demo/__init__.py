@@ -173,7 +173,9 @@ def run_demo(output="out", frames=600, seed=0):
     scene = bpy.context.scene
     skeleton = humanoid_skeleton()
     obj = build_armature(skeleton, "Humanoid", scene, modes=DEMO_MODES)
-    rom = key_rotations(obj, range_of_motion(skeleton, frames=frames, seed=seed), "RangeOfMotion")
+    # the motions are in the skeleton's bone order, the keys in pose.bones' (which follows the hierarchy)
+    order = [skeleton.index(pb.name) for pb in obj.pose.bones]
+    rom = key_rotations(obj, range_of_motion(skeleton, frames=frames, seed=seed)[:, order], "RangeOfMotion")
     for pb in obj.pose.bones:
         pb.joint_limit.model, pb.joint_limit.mode = _model_for(pb.name)
     fitted, failed = fit_bones(obj, [pb.name for pb in obj.pose.bones], [rom])
@@ -182,7 +184,7 @@ def run_demo(output="out", frames=600, seed=0):
     # the limited bones: the hips carry the heading, so their limit is fitted but off (issue 13)
     limits = {pb.name: read_limit(pb) for pb in obj.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled}
 
-    impossible_local = impossible_motion(skeleton, frames=120, seed=seed + 1)
+    impossible_local = impossible_motion(skeleton, frames=120, seed=seed + 1)[:, order]
     impossible = key_rotations(obj, impossible_local, "Impossible")
     frames_imp = action_frames(impossible)
     before = violation_report(obj, scene, impossible, frames_imp)

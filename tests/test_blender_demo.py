@@ -32,7 +32,7 @@ def _count(px, colour, tolerance=0.06):
 
 def test_demo_fits_enforces_bakes_and_writes_its_outputs(clean_file, addon, tmp_path):
     out = tmp_path / "out"
-    assert addon.cli.main(["demo", str(out), "--frames", "300"]) == 0
+    assert addon.cli.main(["demo", str(out)]) == 0  # the default 600 frames: what a user sees
     report = (out / "report.txt").read_text()
     assert "fitted 21 bones" in report
     assert "read summary.html first" in report
@@ -67,6 +67,17 @@ def test_demo_fits_enforces_bakes_and_writes_its_outputs(clean_file, addon, tmp_
     bpy.ops.wm.open_mainfile(filepath=str(out / "joint_limits_demo.blend"))
     obj = bpy.data.objects["Humanoid"]
     assert all(pb.joint_limit.limit_data for pb in obj.pose.bones)
+    # each bone was keyed its own motion (the generator's bone order is not pose.bones')
+    skeleton = addon.limits.skeleton.humanoid_skeleton()
+    take = addon.limits.motion.range_of_motion(skeleton, frames=600)
+    q_lib = addon.limits.quaternion
+    for name in ("upper_arm.L", "shoulder.R", "thigh.L", "head"):
+        keyed = addon.rig.storage.read_cloud(obj.pose.bones[name])
+        expected = take[:, skeleton.index(name)]
+        assert (
+            abs(np.max(q_lib.quaternion_angle(keyed, [1, 0, 0, 0])) - np.max(q_lib.quaternion_angle(expected, [1, 0, 0, 0])))
+            < 1e-3
+        ), name
     frames = np.arange(1, 121)
     before = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], frames)
     after = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible_limited"], frames)
