@@ -161,3 +161,159 @@ def test_the_cli_fits_a_limb(clean_file, addon, tmp_path, capsys):
     assert pb.joint_limit.has_limb and addon.rig.limb.read_limb(pb) is not None
     assert main(["fit", "--object", "Humanoid", "--limb", "hips"]) == 2
     assert "needs a parent" in capsys.readouterr().err
+
+
+# -- live limited IK with a limb range (rig/limited_ik.py: the seed's pre-step) -------------------
+
+
+def _ik_limb(addon):
+    """root -> upper -> lower -> hand, 1 m bones along +Z, sampled on generated motion (the
+    upper arm sweeping a cone of 0.6 rad, the elbow bending 0.1-0.7 rad about X) and given a
+    limb range on 'lower' (no per-joint limits); an IK on 'lower' (chain of 2) aiming at the
+    Empty 'Target' with the pole 'Pole'."""
+    q_lib = addon.limits.quaternion
+    obj = chain_rig(("root", "upper", "lower", "hand"))
+    frames = 600
+    motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
+    motion[:, 1] = cone_motion(q_lib, frames, half_angle=0.6, twist=0.4, seed=1)
+    bend = q_lib.quaternion_from_exp_map(np.outer(0.4 + 0.3 * np.sin(np.linspace(0, 23, frames)), [1.0, 0.0, 0.0]))
+    motion[:, 2] = bend
+    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    select_only(obj, ["lower", "upper"])
+    assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_fit_limb() == {"FINISHED"}
+    obj.animation_data.action.use_fake_user = True  # (kept through a save)
+    obj.animation_data.action = None
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    obj.pose.bones["lower"].rotation_quaternion = (np.cos(0.2), np.sin(0.2), 0.0, 0.0)
+    empties = []
+    for name, location in (("Target", (3.0, 2.0, 4.0)), ("Pole", (0.0, -3.0, 2.0))):
+        empty = bpy.data.objects.new(name, None)
+        bpy.context.scene.collection.objects.link(empty)
+        empty.location = location
+        empties.append(empty)
+    con = obj.pose.bones["lower"].constraints.new("IK")
+    con.target, con.chain_count = empties[0], 2
+    con.pole_target = empties[1]
+    bpy.context.view_layer.update()
+    return obj, *empties
+
+
+def _limb_frame(obj):
+    """Armature -> the model's frame (the upper bone's rest frame carried by its posed parent)."""
+    upper = obj.data.bones["upper"]
+    parent = obj.pose.bones["root"]
+    m = np.array(parent.matrix) @ np.linalg.inv(np.array(upper.parent.matrix_local)) @ np.array(upper.matrix_local)
+    return np.linalg.inv(m)
+
+
+def _apply(m, p):
+    return m[:3, :3] @ np.asarray(p, dtype=float) + m[:3, 3]
+
+
+def _limb_state(addon, obj, model):
+    """``(end (3,), swivel)`` of the evaluated limb, in the model's frame and convention."""
+    to_limb = _limb_frame(obj)
+    mid, end = (_apply(to_limb, getattr(obj.pose.bones["lower"], at)) for at in ("head", "tail"))
+    return end, float(addon.rig.limb.limb_swivels(model, mid[None], end[None])[0])
+
+
+def _refresh():
+    """A frame change on the current frame (fires the handlers even when nothing was tagged)."""
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_current)
+
+
+def _matrices(obj):
+    return np.array([np.array(obj.pose.bones[n].matrix) for n in ("upper", "lower")])
+
+
+def test_live_ik_relocates_a_far_target_into_the_limb_range(clean_file, addon):
+    obj, target, _pole = _ik_limb(addon)
+    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    to_limb = _limb_frame(obj)
+    far = np.array(target.location)
+    assert not model.contains(_apply(to_limb, far)[None])[0]
+    plain_end, _ = _limb_state(addon, obj, model)
+    bpy.context.scene.joint_limits.enforce_live = True
+    _refresh()
+    assert obj.pose.bones["lower"].constraints["IK"].mute, "held: a limb range alone holds the chain"
+    end, swivel = _limb_state(addon, obj, model)
+    expected = model.relocate(_apply(to_limb, far)[None])[0]
+    assert np.linalg.norm(end - expected) <= 1e-5, np.linalg.norm(end - expected)
+    assert np.linalg.norm(plain_end - expected) > 0.05  # (Blender's IK alone ends elsewhere)
+    # inside, up to the float32 of Blender's pose matrices (relocated ends lie on the edge)
+    assert np.linalg.norm(model.relocate(end[None])[0] - end) <= 1e-5
+    assert abs(float(model.clamp_swivel(end, swivel)) - swivel) <= 1e-5
+    # relocation is idempotent: aiming at the relocated end puts the hand there again
+    target.location = _apply(np.linalg.inv(to_limb), expected)
+    bpy.context.view_layer.update()
+    again, _ = _limb_state(addon, obj, model)
+    assert np.linalg.norm(again - expected) <= 1e-5
+
+
+def test_live_ik_clamps_the_swivel_and_keeps_the_end(clean_file, addon):
+    obj, target, pole = _ik_limb(addon)
+    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    to_limb = _limb_frame(obj)
+    from_limb = np.linalg.inv(to_limb)
+    # a sampled end well inside with the narrowest swivel range, and poles all around the
+    # shoulder->hand axis: some swivel the elbow out of range
+    _, _, ends = addon.rig.limb.limb_poses(obj, "lower")
+    ends = ends[::10][model.contains(ends[::10] * 0.98) & model.contains(ends[::10] * 1.02)]
+    low, high = model.swivel_range(ends)
+    end = ends[np.argmin(high - low)]
+    target.location = _apply(from_limb, end)
+    u, v = addon.limits.limb_geometry.swivel_frame(
+        end / np.linalg.norm(end), model.params["pole_reference"], model.params["rest_direction"]
+    )
+    clamped = 0
+    for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
+        pole.location = _apply(from_limb, end * 0.5 + 3.0 * (np.cos(angle) * u + np.sin(angle) * v))
+        bpy.context.scene.joint_limits.enforce_live = False
+        _refresh()
+        plain_end, plain_swivel = _limb_state(addon, obj, model)
+        bpy.context.scene.joint_limits.enforce_live = True
+        _refresh()
+        ours, swivel = _limb_state(addon, obj, model)
+        assert np.linalg.norm(ours - end) <= 1e-5, np.linalg.norm(ours - end)  # the end stays put
+        assert abs(float(model.clamp_swivel(ours, swivel)) - swivel) <= 1e-5
+        if not model.contains(plain_end[None], plain_swivel)[0]:
+            clamped += 1
+            low, high = model.swivel_range(ours)
+            assert min(abs(swivel - low), abs((swivel - high + np.pi) % (2 * np.pi) - np.pi)) < 1e-4  # on the range's edge
+        else:
+            assert abs(swivel - plain_swivel) < 1e-4  # an allowed swivel is the pole's
+    assert 2 <= clamped <= 34, clamped  # (measured: 33 of 36 poles ask for a forbidden swivel)
+
+
+def test_live_ik_with_a_limb_range_is_the_same_after_save_reload_and_undo(clean_file, addon, tmp_path):
+    obj, target, _pole = _ik_limb(addon)
+    bpy.context.scene.joint_limits.enforce_live = True
+    _refresh()
+    before = _matrices(obj)
+    path = str(tmp_path / "ik_limb.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    addon.enforcement.reset()
+    bpy.context.scene.joint_limits.enforce_live = True
+    obj = bpy.data.objects["Rig"]
+    _refresh()
+    np.testing.assert_allclose(_matrices(obj), before, atol=1e-6)
+    # a refit from a third of the samples moves the hand; undo gives the saved limb back
+    bpy.ops.ed.undo_push(message="loaded")
+    select_only(obj, ["lower", "upper"])
+    bpy.context.scene.joint_limits.enforce_live = False
+    obj.animation_data.action = bpy.data.actions["ROM"]
+    assert bpy.ops.pose.joint_limits_sample(use_frame_range=True, frame_start=1, frame_end=200) == {"FINISHED"}
+    assert bpy.ops.pose.joint_limits_fit_limb("EXEC_DEFAULT", True) == {"FINISHED"}
+    bpy.context.scene.joint_limits.enforce_live = True
+    _refresh()
+    assert np.abs(_matrices(obj) - before).max() > 1e-3
+    bpy.context.scene.joint_limits.enforce_live = False
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Rig"]
+    bpy.context.scene.joint_limits.enforce_live = True
+    _refresh()
+    np.testing.assert_allclose(_matrices(obj), before, atol=1e-6)
