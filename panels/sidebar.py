@@ -38,7 +38,8 @@ class JOINTLIMITS_PT_limit(_SidebarPanel, bpy.types.Panel):
             row = layout.row(align=True)
             row.operator("pose.joint_limits_fit_limb", icon="CON_KINEMATIC")
             if pb.joint_limit.has_limb:
-                row.label(text=f"Limb: {pb.parent.name} -> {pb.name}", icon="CHECKMARK")
+                row.prop(context.window_manager, "joint_limits_limb_workspace", text="", icon="SPHERE")
+                layout.label(text=f"Limb: {pb.parent.name} -> {pb.name}", icon="CHECKMARK")
         draw_limit_settings(layout, pb)
 
 

@@ -164,6 +164,34 @@ def test_the_cli_fits_a_limb(clean_file, addon, tmp_path, capsys):
     assert "needs a parent" in capsys.readouterr().err
 
 
+def test_the_workspace_overlay_data_puts_the_reach_at_the_limb_root(clean_file, addon):
+    obj = _fitted_humanoid(addon)
+    bpy.context.scene.frame_set(300)  # a posed shoulder: the sphere follows the limb root
+    model = addon.rig.limb.read_limb(obj.pose.bones[MIDDLE])
+    overlay = addon.rig.limb_overlay
+    data = overlay.workspace_data(obj, MIDDLE)
+    assert overlay.workspace_data(obj, ROOT) is None  # (no limb range on the upper arm)
+    allowed, d = data["allowed"], data["directions"]
+    assert 0.2 < allowed.mean() < 0.9
+    np.testing.assert_array_equal(allowed, model.allows_direction(d))
+    # every vertex sits at the shoulder plus the farthest reach along its direction
+    root = np.array(obj.pose.bones[ROOT].head)
+    reach = np.linalg.norm(data["points"] - root, axis=1)
+    np.testing.assert_allclose(reach[allowed], model.reach_range(d[allowed])[1], atol=1e-5)
+    direction = (data["points"] - root) / reach[:, None]
+    np.testing.assert_allclose(direction, d @ data["matrix"][:3, :3].T, atol=1e-5)
+    # the farthest allowed ends are valid ends; colours: grey where forbidden, and the swivel's
+    # width sets blue (narrow) against yellow (wide)
+    assert model.contains(d[allowed] * model.reach_range(d[allowed])[1][:, None] * (1 - 1e-6)).all()
+    np.testing.assert_array_equal(data["colours"][~allowed], np.broadcast_to(overlay.COLOUR_FORBIDDEN, ((~allowed).sum(), 4)))
+    low, high = model.swivel_range(d[allowed])
+    width = high - low
+    colours = data["colours"][allowed]
+    narrow, wide = np.argmin(width), np.argmax(width)
+    assert colours[narrow, 2] > colours[narrow, 0] and colours[wide, 0] > colours[wide, 2]
+    assert len(data["triangles"]) and data["triangles"].max() < len(data["points"])
+
+
 # -- live limited IK with a limb range (rig/limited_ik.py: the seed's pre-step) -------------------
 
 
