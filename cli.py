@@ -57,6 +57,13 @@ def _parser():
         choices=("FULL", "SWING_TWIST"),
         help="fit one shape to the whole rotation, or separate shapes to swing and twist (default: each bone's own setting)",
     )
+    sp.add_argument(
+        "--limb",
+        nargs="+",
+        metavar="MIDDLE_BONE",
+        help="also fit the range of motion of each limb named by its middle bone (forearm, shin; its parent is the "
+        "limb root) from the two bones' samples (Mukai's limb range; sampled with the limb's bones added)",
+    )
     sp.add_argument("--save", metavar="PATH", help="write the .blend here (default: overwrite the open file)")
 
     def frame_range(sp, action_help):

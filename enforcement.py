@@ -20,6 +20,7 @@ from .limits.quaternion import slerp
 from .rig import corrective, limited_ik
 from .rig.app_handlers import install, uninstall
 from .rig.bone_errors import describe
+from .rig.limb import read_limb
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
 from .rig.storage import read_limit
@@ -143,6 +144,27 @@ def report_once(key, text):
     print(f"Joint Limits: {text}")
 
 
+def _limbs(obj):
+    """``{middle bone: limb range of motion}`` of ``obj``'s enabled bones that have one (an
+    unreadable one is reported and skipped)."""
+    limbs = {}
+    for pose_bone in obj.pose.bones:
+        settings = pose_bone.joint_limit
+        if not settings.enabled or not settings.limb_token:
+            continue
+        try:
+            model = read_limb(pose_bone)
+        except Exception as err:  # noqa: BLE001 - a corrupt model must not stop the rig
+            report_once(
+                (obj.name, pose_bone.name, "limb"),
+                f"{obj.name}: limb range of {pose_bone.name!r} skipped, it is unreadable ({describe(err)})",
+            )
+            continue
+        if model is not None:
+            limbs[pose_bone.name] = model
+    return limbs
+
+
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
     entries = []  # (row, pose bone, limit, group key, identity) of every readable limited bone
@@ -163,7 +185,7 @@ def _compile(obj, bone_names):
             continue
         entries.append((row, pose_bone, limit, key, identity))
     limits = {pose_bone.name: limit for _, pose_bone, limit, _, _ in entries}
-    chains = limited_ik.find(obj, {**limited_ik.copied_limits(obj, limits), **limits}.get)
+    chains = limited_ik.find(obj, {**limited_ik.copied_limits(obj, limits), **limits}.get, _limbs(obj).get)
     limited_ik.release(obj, keep=chains)  # chains no longer limited: Blender's IK again
     held = limited_ik.held_bones(chains)
     in_ik = corrective.ik_chain_bones(obj) | held

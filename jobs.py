@@ -12,6 +12,7 @@ from .rig.bake import bake_action
 from .rig.bone_errors import SkippedBones, guarded
 from .rig.fit_report import rig_report_text
 from .rig.fitting import fit_pose_bone
+from .rig.limb import fit_limb, limb_rest
 from .rig.report import report_text, violation_report
 from .rig.sampling import dropped_message, sample_rotations, store_clouds
 
@@ -101,12 +102,25 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
 def cli_fit(args):
     obj = resolve_armature(args.object)
     bones = resolve_bones(obj, args.bones)
+    limbs = [limb_rest(obj, name) for name in args.limb or ()]  # (bad names fail before any work)
+    bones += [name for limb in limbs for name in (limb.root, limb.middle) if name not in bones]
     actions = [resolve_action(obj, n) for n in args.actions] if args.actions else [resolve_action(obj)]
     fitted, failed = fit_bones(obj, bones, actions, args.model, args.mode)
     for f in failed:
         print(f"failed: {f}")
     print(f"fitted {len(fitted)} bones of {obj.name} from {', '.join(repr(a.name) for a in actions)}")
-    if not fitted:
+    limbs_fitted = 0
+    for limb in limbs:
+        try:
+            model = fit_limb(obj, limb.middle)
+        except ValueError as err:
+            print(f"failed: limb {limb.middle}: {err}")
+            continue
+        limbs_fitted += 1
+        print(
+            f"fitted the limb range {limb.root} -> {limb.middle}: {len(model.params['samples'])} directions, {model.nbytes()} bytes"
+        )
+    if not fitted or limbs_fitted < len(limbs):
         return 1
     _save(args.save)
     return 0

@@ -58,6 +58,10 @@ def _changed(settings, context):
     enforcement.invalidate()
 
 
+#: Stored fields whose every write changes a token on the bone (cache keys, health checks).
+TOKENS = {"limit": "limit_token", "limb": "limb_token"}
+
+
 def _stored(field):
     """``get``/``set`` for a field kept in the armature's data store (:mod:`.rig.datastore`), so
     scripts read and write ``joint_limit.limit_data`` as if it were on the bone."""
@@ -67,8 +71,8 @@ def _stored(field):
 
     def set(settings, value):
         datastore.put(settings, field, value)
-        if field == "limit":  # a new token tells caches the limit changed (undo restores both)
-            settings.limit_token = uuid.uuid4().hex if value else ""
+        if field in TOKENS:  # a new token tells caches the data changed (undo restores both)
+            setattr(settings, TOKENS[field], uuid.uuid4().hex if value else "")
 
     return {"get": get, "set": set}
 
@@ -169,6 +173,22 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     )
     cloud_data: StringProperty(
         name="Rotation Cloud", description="Sampled local rotations", options={"HIDDEN"}, **_stored("cloud")
+    )
+    limb_data: StringProperty(
+        name="Limb Range",
+        description="Range of motion of the limb this bone is the middle of (JSON; rig/limb.py)",
+        options={"HIDDEN"},
+        update=_changed,
+        **_stored("limb"),
+    )
+    has_limb: BoolProperty(
+        name="Limb Range", description="The bone has a fitted limb range of motion", get=lambda s: datastore.has(s, "limb")
+    )
+    limb_token: StringProperty(
+        name="Limb Token",
+        description="Changes whenever the limb range of motion does (cache key)",
+        default="",
+        options={"HIDDEN"},
     )
     has_limit: BoolProperty(name="Fitted", description="The bone has a fitted limit", get=lambda s: datastore.has(s, "limit"))
     has_cloud: BoolProperty(

@@ -109,3 +109,25 @@ def mid_position(root, end, swivel, upper_length, lower_length, pole_reference=D
     u, v = swivel_frame(n, pole_reference, rest_direction)
     s = swivel[..., None]
     return root + along * n + out * (np.cos(s) * u + np.sin(s) * v)
+
+
+def limb_joints(root_rotations, mid_rotations, mid_rest, mid_head, lower_length):
+    """The middle joint and the end ``(mid (N, 3), end (N, 3))`` of a two-bone limb posed by
+    local rotations, in the root bone's rest frame with the root's head at the origin (the
+    frame :mod:`.limb_rom` models a limb in: fixed to the root's parent).
+
+    ``root_rotations``, ``mid_rotations (N, 4)`` are the two bones' local (pose-basis) rotations
+    ``(w, x, y, z)``; ``mid_rest (4,)`` and ``mid_head (3,)`` the middle bone's rest orientation
+    and head relative to the root's rest frame (``inv(root.matrix_local) @ mid.matrix_local``;
+    ``(0, upper_length, 0)`` for a connected bone); ``lower_length`` the middle bone's length
+    (the end is its tail). Bone translations and scale are not modelled."""
+    from .quaternion import quaternion_multiply, quaternion_rotate
+
+    q_root = np.asarray(root_rotations, dtype=float)
+    q_mid = np.asarray(mid_rotations, dtype=float)
+    if q_root.shape != q_mid.shape or q_root.ndim != 2 or q_root.shape[-1] != 4:
+        raise ValueError(f"root and middle rotations must both have shape (N, 4), got {q_root.shape} and {q_mid.shape}")
+    mid = quaternion_rotate(q_root, _vectors(mid_head, "mid_head", (3,)))
+    lower = quaternion_multiply(q_root, quaternion_multiply(np.asarray(mid_rest, dtype=float), q_mid))
+    end = mid + quaternion_rotate(lower, BONE_AXIS * float(lower_length))
+    return mid, end

@@ -12,6 +12,7 @@ from .enforce import JOINTLIMITS_OT_enforce
 from .export_ik_limits import JOINTLIMITS_OT_export_ik_limits
 from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
+from .fit_limb import JOINTLIMITS_OT_fit_limb
 from .import_bvh import JOINTLIMITS_OT_import_bvh
 from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
 from .metaball import JOINTLIMITS_OT_metaball_export, JOINTLIMITS_OT_metaball_rebuild
@@ -29,6 +30,7 @@ classes = (
     JOINTLIMITS_OT_sample,
     JOINTLIMITS_OT_import_bvh,
     JOINTLIMITS_OT_fit,
+    JOINTLIMITS_OT_fit_limb,
     JOINTLIMITS_OT_clear,
     JOINTLIMITS_OT_mirror,
     JOINTLIMITS_OT_export_native,

@@ -34,6 +34,12 @@ class JOINTLIMITS_PT_limit(_SidebarPanel, bpy.types.Panel):
             layout.label(text="No active bone", icon="INFO")
             return
         layout.label(text=pb.name, icon="BONE_DATA")
+        if pb.parent is not None:
+            row = layout.row(align=True)
+            row.operator("pose.joint_limits_fit_limb", icon="CON_KINEMATIC")
+            if pb.joint_limit.has_limb:
+                row.prop(context.window_manager, "joint_limits_limb_workspace", text="", icon="SPHERE")
+                layout.label(text=f"Limb: {pb.parent.name} -> {pb.name}", icon="CHECKMARK")
         draw_limit_settings(layout, pb)
 
 

@@ -36,7 +36,7 @@ from bpy.app.handlers import persistent
 
 from .app_handlers import install, uninstall
 
-FIELDS = ("limit", "cloud")
+FIELDS = ("limit", "cloud", "limb")
 NAME_PREFIX = ".JointLimits "  # names starting with "." are hidden from ID search lists
 EXPLANATION = (
     "Joint Limits keeps the rotation clouds and fitted limits of this armature's bones in this\n"
@@ -200,7 +200,7 @@ class StoreHealth(NamedTuple):
 
     armature: str
     store: str  # the text block the armature points at ("" for none)
-    limits: tuple  # bones whose settings say they have a fitted limit no store holds
+    limits: tuple  # bones whose settings say they have a fitted limit (or limb range) no store holds
     clouds: tuple  # bones whose settings say they have samples no store holds
     found: str  # a detached text block with the bones' entries, which :func:`relink` re-links ("" for none)
 
@@ -230,11 +230,13 @@ class StoreHealth(NamedTuple):
 
 def health(armature):
     """:class:`StoreHealth` of ``armature``: the bones whose settings say they have a limit
-    (``limit_token``) or samples (``cloud_count``) that no store holds."""
+    (``limit_token``), a limb range of motion (``limb_token``) or samples (``cloud_count``) that no store holds."""
     limits, clouds = [], []
     for bone in armature.bones:
         settings = bone.joint_limit
         if settings.limit_token and not has(settings, "limit"):
+            limits.append(bone.name)
+        if settings.limb_token and not has(settings, "limb"):
             limits.append(bone.name)
         if settings.cloud_count and not has(settings, "cloud"):
             clouds.append(bone.name)

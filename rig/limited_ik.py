@@ -27,8 +27,9 @@ plain rig) and while bake or report evaluate the unlimited pose; the owner bone'
 import numpy as np
 
 from ..limits import ik
-from ..limits.quaternion import quaternion_conjugate, quaternion_multiply, slerp
+from ..limits.quaternion import quaternion_conjugate, quaternion_from_exp_map, quaternion_multiply, quaternion_rotate, slerp
 from . import corrective
+from .limb import limb_swivels
 
 #: A target that moved less than this share of the chain's reach since the last solve continues
 #: from that solve (a drag, playback) instead of searching the whole reachable set again.
@@ -45,10 +46,12 @@ class HeldChain:
     """One held IK constraint: its owner bone and name, the chain it poses (root first) with
     each bone's limit (None: free) and influence, and the chain's rest geometry."""
 
-    def __init__(self, obj, owner, constraint, names, limits):
+    def __init__(self, obj, owner, constraint, names, limits, limb=None):
         self.owner, self.constraint = owner, constraint
         self.names = names
         self.limits = limits
+        #: the limb range of motion of a two-bone chain (stored with its middle bone), or None
+        self.limb = limb
         bones = obj.data.bones
         root = bones[names[0]]
         self.parent = root.parent.name if root.parent is not None else None
@@ -113,9 +116,11 @@ def copied_limits(obj, limits):
     return found
 
 
-def find(obj, limit_of):
+def find(obj, limit_of, limb_of=None):
     """:class:`HeldChain` of every IK constraint of ``obj`` whose chain holds a bone that
-    ``limit_of(name)`` gives a limit for (muted ones only when enforcement holds them)."""
+    ``limit_of(name)`` gives a limit for, or is a two-bone limb whose middle bone
+    ``limb_of(name)`` gives a limb range of motion for (muted ones only when enforcement
+    holds them)."""
     chains = []
     for pb in obj.pose.bones:
         for con in pb.constraints:
@@ -123,8 +128,9 @@ def find(obj, limit_of):
                 continue
             names = chain_names(pb, con)
             limits = [limit_of(n) for n in names]
-            if names and any(limit is not None for limit in limits):
-                chains.append(HeldChain(obj, pb.name, con.name, names, limits))
+            limb = limb_of(names[1]) if limb_of is not None and len(names) == 2 else None
+            if names and (limb is not None or any(limit is not None for limit in limits)):
+                chains.append(HeldChain(obj, pb.name, con.name, names, limits, limb))
     return chains
 
 
@@ -246,7 +252,10 @@ def _solution(chain, start, target, pole, pole_angle):
     if hit is not None:
         chain.previous, chain.previous_target = hit, target
         return hit
-    nearby = chain.previous is not None and np.linalg.norm(target - chain.previous_target) < NEARBY * chain.chain.reach
+    reached_for = target
+    if chain.limb is not None:
+        target, pole, start = _limb_prestep(chain, start, target, pole, pole_angle)
+    nearby = chain.previous is not None and np.linalg.norm(reached_for - chain.previous_target) < NEARBY * chain.chain.reach
     previous = chain.previous if nearby else None
     if len(chain.names) == 2:
         solution = ik.solve_two_bone(chain.chain, target, pole, pole_angle, chain.limits, initial=start, previous=previous)
@@ -265,8 +274,34 @@ def _solution(chain, start, target, pole, pole_angle):
     if len(chain.memo) >= MEMO_SIZE:
         chain.memo.clear()
     chain.memo[key] = q
-    chain.previous, chain.previous_target = q, target
+    chain.previous, chain.previous_target = q, reached_for
     return q
+
+
+def _limb_prestep(chain, start, target, pole, pole_angle):
+    """The seed's IK pre-step for a two-bone chain with a limb range of motion (Mukai, seed 004;
+    :mod:`.limb`), in constant time: ``(target, pole, start)`` for the solve. The target is
+    relocated into the limb's workspace (the nearest valid end position); the free analytic
+    pose reaching it (pole or least change, as the solve would pick) has its swivel clamped
+    into the range allowed there by turning the whole limb about the root->end axis (the end
+    stays put), and when the clamp moved it that pose is the solve's start, without the pole
+    (whose swivel the range forbids). The model's frame is the root's rest frame carried by
+    its posed parent, the root's head at the origin."""
+    c, model = chain.chain, chain.limb
+    frame, head = c.rest_rotations[0], c.heads[0]
+    inverse = quaternion_conjugate(frame)
+    end = model.relocate(quaternion_rotate(inverse, target - head))
+    target = head + quaternion_rotate(frame, end)
+    free = ik.solve_two_bone(c, target, pole, pole_angle, None, initial=start).local_rotations
+    points = quaternion_rotate(inverse, ik.chain_positions(c, free) - head)
+    swivel = limb_swivels(model, points[1], points[2])
+    turn = float(model.clamp_swivel(points[2], swivel) - swivel)
+    turn = (turn + np.pi) % (2.0 * np.pi) - np.pi
+    if abs(turn) <= 1e-12 or not np.isfinite(turn):
+        return target, pole, start
+    axis = points[2] / np.linalg.norm(points[2])
+    free[0] = quaternion_multiply(quaternion_from_exp_map(axis * turn), free[0])
+    return target, None, free
 
 
 def targets(obj, chains):

@@ -335,7 +335,16 @@ def _draw_callback():
         wm = context.window_manager
         sphere = getattr(wm, "joint_limits_swing_sphere", False)
         disk = getattr(wm, "joint_limits_twist_disk", False)
-        if not (sphere or disk) or context.mode != "POSE" or context.active_pose_bone is None:
+        limb = getattr(wm, "joint_limits_limb_workspace", False)
+        if not (sphere or disk or limb) or context.mode != "POSE" or context.active_pose_bone is None:
+            return
+        if limb and context.region_data is not None and context.active_pose_bone.parent is not None:
+            from .limb_overlay import draw_workspace, workspace_data
+
+            workspace = workspace_data(context.object, context.active_pose_bone.name)
+            if workspace is not None:
+                draw_workspace(workspace, np.array(context.region_data.perspective_matrix))
+        if not (sphere or disk):
             return
         data = overlay_data(context.object, context.active_pose_bone)
         if data is None or context.region_data is None:
@@ -376,6 +385,14 @@ def register():
         default=False,
         update=_redraw,
     )
+    bpy.types.WindowManager.joint_limits_limb_workspace = bpy.props.BoolProperty(
+        name="Limb Workspace",
+        description="Show where the end of the active bone's limb may be (its limb range, the active bone being the "
+        "middle bone): a sphere at the limb root out to the farthest reach, blue where the middle joint may swivel "
+        "little, yellow where it may swivel all around, brighter the farther it reaches",
+        default=False,
+        update=_redraw,
+    )
     unregister_handlers()
     handle = bpy.types.SpaceView3D.draw_handler_add(_draw_callback, (), "WINDOW", "POST_VIEW")
     _state["handlers"].append(handle)
@@ -403,6 +420,6 @@ def unregister():
     unregister_handlers()
     free_gpu()
     _state["samples"].clear()
-    for name in ("joint_limits_swing_sphere", "joint_limits_twist_disk"):
+    for name in ("joint_limits_swing_sphere", "joint_limits_twist_disk", "joint_limits_limb_workspace"):
         if hasattr(bpy.types.WindowManager, name):
             delattr(bpy.types.WindowManager, name)

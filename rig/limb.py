@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A limb's range of motion (Mukai, seed 004; :mod:`..limits.limb_rom`) on a rig: fitted from
+the sampled rotation clouds of a limb's two bones, stored with the middle bone.
+
+A limb is named by its *middle* bone (forearm, shin): its parent is the limb *root* (upper
+arm, thigh) and its tail the limb's end (wrist, ankle). The model's frame is the root bone's
+rest frame with the root's head at the origin (fixed to the root's parent, where a limb at
+rest points along +Y): :func:`..limits.limb_geometry.limb_joints` poses the two bones there.
+
+The two bones' clouds are sampled on the same frames (:func:`.sampling.sample_rotations`
+reads one row per frame for every keyed bone), so row ``i`` of both is one pose; rows only
+line up when both clouds hold the same number of samples from the same clips (no rows dropped
+from one of them, no densifying or thinning, which work per bone), and the fit refuses
+anything else. The model is stored as JSON in the armature's data store
+(``joint_limit.limb_data`` of the middle bone), validated whenever it is read.
+"""
+
+import collections
+
+import numpy as np
+
+from ..limits.limb_geometry import limb_joints, swivel_angle
+from ..limits.limb_rom import LimbRangeOfMotion, limb_from_json, limb_to_json
+from ..limits.quaternion import quaternion_from_matrix
+from . import datastore
+from .storage import read_cloud_clips
+
+#: Fewest poses a limb range of motion is fitted from (below, the sphere of directions is
+#: mostly empty and the fit says so instead of guessing).
+MIN_LIMB_SAMPLES = 50
+
+#: Parsed models by ``(token, length, hash)`` of their stored text: a model's lookup tables are
+#: built on its first query (about a second), so one parse serves every later frame.
+_parsed = collections.OrderedDict()
+PARSED_CACHE_SIZE = 64
+
+
+class LimbRig(tuple):
+    """``(root name, middle name, mid_rest (4,), mid_head (3,), lower_length)``: the rest
+    geometry of the limb whose middle bone is ``middle`` (see :func:`limb_rest`)."""
+
+    __slots__ = ()
+
+    root = property(lambda self: self[0])
+    middle = property(lambda self: self[1])
+    mid_rest = property(lambda self: self[2])
+    mid_head = property(lambda self: self[3])
+    lower_length = property(lambda self: self[4])
+
+
+def limb_rest(obj, middle):
+    """:class:`LimbRig` of the limb whose middle bone is ``middle`` (a name); ``ValueError``
+    when the bone does not exist or has no parent (no limb root)."""
+    bone = obj.data.bones.get(middle)
+    if bone is None:
+        raise ValueError(f"{obj.name} has no bone {middle!r}")
+    if bone.parent is None:
+        raise ValueError(f"{middle}: a limb's middle bone needs a parent (the limb root: upper arm, thigh); {middle} has none")
+    relative = np.linalg.inv(np.array(bone.parent.matrix_local)) @ np.array(bone.matrix_local)
+    return LimbRig((bone.parent.name, middle, quaternion_from_matrix(relative[:3, :3]), relative[:3, 3], float(bone.length)))
+
+
+def limb_poses(obj, middle):
+    """``(limb, mid (N, 3), end (N, 3))``: the sampled poses of the limb whose middle bone is
+    ``middle``, in the model's frame; ``ValueError`` when the clouds do not line up."""
+    limb = limb_rest(obj, middle)
+    bones = obj.pose.bones
+    q_root, root_runs = read_cloud_clips(bones[limb.root])
+    q_mid, mid_runs = read_cloud_clips(bones[middle])
+    for name, q in ((limb.root, q_root), (middle, q_mid)):
+        if len(q) < MIN_LIMB_SAMPLES:
+            raise ValueError(f"{name}: {len(q)} samples, a limb range needs at least {MIN_LIMB_SAMPLES}; sample an action first")
+    if len(q_root) != len(q_mid) or root_runs != mid_runs:
+        raise ValueError(
+            f"{limb.root} and {middle} were not sampled together ({len(q_root)} and {len(q_mid)} samples): "
+            "sample both bones from the same actions, without densify or thinning"
+        )
+    mid, end = limb_joints(q_root, q_mid, limb.mid_rest, limb.mid_head, limb.lower_length)
+    return limb, mid, end
+
+
+def fit_limb(obj, middle, **options):
+    """Fit the range of motion of the limb whose middle bone is ``middle`` from the two bones'
+    samples, store it with the middle bone and return it. ``options`` go to
+    :meth:`..limits.limb_rom.LimbRangeOfMotion.fit`. Nothing is written when it fails."""
+    _, mid, end = limb_poses(obj, middle)
+    model = LimbRangeOfMotion.fit_joints(np.zeros(3), mid, end, **options)
+    write_limb(obj.pose.bones[middle], model)
+    return model
+
+
+def write_limb(pose_bone, model):
+    """Store ``model`` (``None`` clears it) as the limb range of ``pose_bone``, the middle bone;
+    it is read back first, so a model that would not load is never written."""
+    if model is None:
+        pose_bone.joint_limit.limb_data = ""
+        return
+    text = limb_to_json(model)
+    limb_from_json(text)
+    settings = pose_bone.joint_limit
+    settings.limb_data = text
+    _remember(_key(settings, text), model)
+
+
+def read_limb(pose_bone):
+    """The limb range of motion stored with ``pose_bone`` (the middle bone), or ``None``;
+    ``ValueError`` when the stored entry does not make a valid model."""
+    settings = pose_bone.joint_limit
+    text = datastore.get(settings, "limb")
+    if not text:
+        if datastore.has(settings, "limb"):
+            raise ValueError(f"{pose_bone.name}: its stored limb range is empty or not text")
+        return None
+    key = _key(settings, text)
+    model = _parsed.get(key)
+    if model is None:
+        model = limb_from_json(text)
+        _remember(key, model)
+    else:
+        _parsed.move_to_end(key)
+    return model
+
+
+def _key(settings, text):
+    return (settings.limb_token, len(text), hash(text))
+
+
+def _remember(key, model):
+    _parsed[key] = model
+    _parsed.move_to_end(key)
+    while len(_parsed) > PARSED_CACHE_SIZE:
+        _parsed.popitem(last=False)
+
+
+def limb_swivels(model, mid, end):
+    """Swivels ``(N,)`` of limb poses (middle joints and ends ``(N, 3)`` in the model's frame)
+    in ``model``'s convention."""
+    return swivel_angle(model.params["root"], mid, end, model.params["pole_reference"], model.params["rest_direction"])
