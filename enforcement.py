@@ -185,7 +185,10 @@ def _compile(obj, bone_names):
             continue
         entries.append((row, pose_bone, limit, key, identity))
     limits = {pose_bone.name: limit for _, pose_bone, limit, _, _ in entries}
-    chains = limited_ik.find(obj, {**limited_ik.copied_limits(obj, limits), **limits}.get, _limbs(obj).get)
+    limbs = _limbs(obj)
+    chains = limited_ik.find(
+        obj, {**limited_ik.copied_limits(obj, limits), **limits}.get, {**limited_ik.copied_limits(obj, limbs), **limbs}.get
+    )
     limited_ik.release(obj, keep=chains)  # chains no longer limited: Blender's IK again
     held = limited_ik.held_bones(chains)
     in_ik = corrective.ik_chain_bones(obj) | held

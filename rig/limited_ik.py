@@ -88,8 +88,8 @@ COPYING = {"COPY_TRANSFORMS", "COPY_ROTATION"}
 
 
 def copied_limits(obj, limits):
-    """``{mechanism bone: limit}``: the limits of ``limits`` (``{bone: limit}``) that bones
-    copying another bone of ``obj`` put on it. A Rigify-style limb poses a mechanism chain by IK
+    """``{mechanism bone: limit}``: the limits of ``limits`` (``{bone: limit}``; or limb
+    ranges of motion by middle bone) that bones copying another bone of ``obj`` put on it. A Rigify-style limb poses a mechanism chain by IK
     and its deform (or ORG) bones copy that chain's transforms; the limits are fitted on the
     bones the animation is sampled from, the copiers. A copier's local rotation is its source's
     when the copy is whole (influence 1, the same space on both sides, no axis mixing) and the

@@ -286,3 +286,17 @@ def test_a_chain_whose_limits_are_switched_off_gets_blenders_ik_back(clean_file,
     assert not con.mute and obj.pose.bones["lower"].joint_limit.held_ik == ""
     for name, m in zip(CHAIN, plain):
         assert np.allclose(np.array(obj.pose.bones[name].matrix), m, atol=1e-6), name
+
+
+def test_a_limb_range_fitted_on_org_bones_reaches_the_mechanism_chain(clean_file, addon):
+    """A Rigify-style arm whose ORG forearm has a limb range of motion: the IK on the mechanism
+    chain is held with that range (the ORG bones copy the chain, which rests alike)."""
+    obj = _rigify_style_limb(addon)
+    select_only(obj, ["ORG-lower", "ORG-upper"])
+    obj.data.bones.active = obj.data.bones["ORG-lower"]
+    assert bpy.ops.pose.joint_limits_fit_limb() == {"FINISHED"}
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    (chain,) = addon.enforcement.compiled(obj).chains
+    assert chain.names == ["MCH-upper", "MCH-lower"]
+    assert chain.limb is not None
