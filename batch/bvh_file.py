@@ -78,8 +78,16 @@ class BvhClip:
         the file's channel order reversed, as the importer reads it."""
         return "".join(c[0].upper() for c in self.channels[j] if c in ROTATION_CHANNELS)[::-1]
 
-    def has_position(self, j):
-        return any(c in POSITION_CHANNELS for c in self.channels[j])
+    def carries_heading(self, j, travel=1e-3):
+        """Whether joint ``j`` carries the character's heading or travel, like the add-on's
+        :func:`..rig.fitting.carries_heading`: a root, or a joint whose position channels move
+        more than ``travel`` (file units) over the clip."""
+        if self.parents[j] < 0:
+            return True
+        cols = [self.columns[j] + k for k, c in enumerate(self.channels[j]) if c in POSITION_CHANNELS]
+        values = self.values[:, cols]
+        values = values[np.isfinite(values).all(axis=1)]
+        return bool(len(values)) and float(np.ptp(values, axis=0).max(initial=0.0)) > travel
 
     def rest_rotations(self):
         """``(J, 4)`` rest orientation of every joint's bone, as Blender's importer builds it."""

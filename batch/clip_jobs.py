@@ -48,7 +48,7 @@ def _crash_hook(path):
 
 def fit_samples(path):
     """``{"frames": F, "bones": {joint: (N, 4) finite local rotations}, "heading": [joints
-    with position channels]}`` of the clip at ``path``."""
+    that carry the heading or travel]}`` of the clip at ``path``."""
     _crash_hook(path)
     clip = read_bvh(path)
     q = clip.local_rotations()
@@ -58,7 +58,7 @@ def fit_samples(path):
             continue
         rows = q[:, j]
         bones[name] = rows[np.isfinite(rows).all(axis=1)]
-    heading = [name for j, name in enumerate(clip.names) if clip.has_position(j)]
+    heading = [name for j, name in enumerate(clip.names) if clip.carries_heading(j)]
     return {"frames": clip.frame_count, "bones": bones, "heading": heading}
 
 

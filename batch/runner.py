@@ -340,7 +340,7 @@ def _fit(results, failures, model, output):
         cloud = np.concatenate(pooled[bone])
         samples[bone] = len(cloud)
         if bone in heading:
-            skipped[bone] = "carries the heading or travel (it has position channels): not limited"
+            skipped[bone] = "carries the heading or travel (a root, or its position channels move): not limited"
             continue
         options = {k: available[k] for k in allowed if k in available}
         if "clips" in allowed:
