@@ -29,7 +29,7 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="model kinds (fit --model):\n" + "\n".join(f"  {kind:<20} {description}" for kind, _, description in kinds),
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="{fit,bake,report,demo}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{fit,bake,report,batch,demo}")
 
     def command(name, summary, description):
         return sub.add_parser(name, help=summary, description=description)
@@ -88,6 +88,29 @@ def _parser():
     )
     frame_range(sp, "action to check (default: the object's action)")
     sp.add_argument("--output", metavar="PATH", help="also write the report text here")
+
+    sp = command(
+        "batch",
+        "fit, check or clean a library of BVH clips (no .blend needed)",
+        "Run one job over BVH clips (folders, glob patterns, files), in worker processes: 'fit' pools the clips' "
+        "rotations and writes a limit set (OUTPUT/limits.json); 'check' writes a JSON report per clip "
+        "(OUTPUT/reports/); 'clean' writes every clip limited (OUTPUT/clips/: same skeleton, channels and frame "
+        "rate; only the rotation values of frames out of a limit change). Every job writes OUTPUT/summary.md and "
+        "summary.json. Clips already done are skipped, so an interrupted batch resumes; a bad clip is reported "
+        "and the batch goes on.",
+    )
+    sp.add_argument("job", choices=("fit", "check", "clean"), help="what to do with each clip")
+    sp.add_argument("clips", nargs="+", metavar="CLIP", help="BVH files, folders (searched recursively) or glob patterns")
+    sp.add_argument("--output", required=True, metavar="DIR", help="folder for the outputs (made if missing)")
+    sp.add_argument("--limits", metavar="FILE", help="limit set to check or clean against (a batch fit's limits.json)")
+    sp.add_argument(
+        "--model",
+        default="auto",
+        choices=[kind for kind, _, _ in kinds],
+        metavar="KIND",
+        help="limit model kind for batch fit (default: auto)",
+    )
+    sp.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default: 1, in this process)")
 
     sp = command(
         "demo",

@@ -156,6 +156,16 @@ def cli_report(args):
     return 0
 
 
+def cli_batch(args):
+    from .batch.runner import run_batch
+
+    summary, _ = run_batch(args.job, args.clips, args.output, limits=args.limits, model=args.model, jobs=args.jobs)
+    print(
+        f"batch {args.job}: {summary['clips_done']} of {summary['clips_total']} clips done, {summary['clips_failed']} failed; see {Path(args.output) / 'summary.md'}"
+    )
+    return 1 if summary["clips_failed"] else 0
+
+
 def cli_demo(args):
     from .demo import run_demo
 

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The batch summary as Markdown, for a person (``summary.json`` holds the same for programs)."""
+
+
+def _worst(w):
+    return f"{w['degrees']:.1f}° ({w['bone']}, frame {w['frame']})" if w else "-"
+
+
+def summary_markdown(s):
+    """Markdown text of a summary dict from :func:`.runner.run_batch`."""
+    out = [f"# Joint Limits batch {s['job']}", ""]
+    failed = [c for c in s["clips"] if c["status"] == "failed"]
+    if s["job"] == "fit":
+        fitted = [b for b in s["bones"] if "model" in b]
+        out += [
+            f"Fitted {len(fitted)} bones (model `{s['model']}`) from {s['clips_done']} of {s['clips_total']} clips "
+            f"({s['frames']} frames) into `{s['limits']}`; {s['clips_failed']} clips failed.",
+            "",
+            "| bone | samples | limit |",
+            "| --- | ---: | --- |",
+        ]
+        out += [f"| {b['bone']} | {b['samples']} | {b.get('model') or 'none: ' + b['skipped']} |" for b in s["bones"]]
+    else:
+        verb = "Checked" if s["job"] == "check" else "Cleaned"
+        out += [
+            f"{verb} {s['clips_done']} of {s['clips_total']} clips ({s['frames']} frames) against `{s['limits']}`; "
+            f"{s['clips_failed']} failed.",
+            "",
+            f"- clips with a bone out of its limit: {s['clips_out']} of {s['clips_done']}",
+            f"- frames with a bone out of its limit: {s['frames_out']} of {s['frames']}",
+            f"- worst violation: {_worst(s['worst'])}" + (f" in {s['worst']['clip']}" if s["worst"] else ""),
+            "",
+            "Violations are degrees from a bone's rotation to the nearest rotation its limit allows. Frames are "
+            "numbered from 1, as Blender's importer keys them."
+            + (" Cleaned clips (in `clips/`) rewrite only the rotation channels of those frames." if s["job"] == "clean" else ""),
+            "",
+            "## Clips, worst first",
+            "",
+            "| clip | frames out | bones out | worst |",
+            "| --- | ---: | ---: | --- |",
+        ]
+        ok = sorted(
+            (c for c in s["clips"] if c["status"] == "ok"), key=lambda c: (-(c["worst"] or {"degrees": 0})["degrees"], c["clip"])
+        )
+        out += [f"| {c['clip']} | {c['frames_out']}/{c['frames']} | {c['bones_out']} | {_worst(c['worst'])} |" for c in ok]
+        out += ["", "## Bones, worst first", "", "| bone | clips out | frames out | worst |", "| --- | ---: | ---: | --- |"]
+        for b in s["bones"]:
+            w = b["worst"]
+            where = f"{w['degrees']:.1f}° ({w['clip']}, frame {w['frame']})" if w else "-"
+            out.append(f"| {b['bone']} | {b['clips_out']} | {b['frames_out']} | {where} |")
+    if failed:
+        out += ["", "## Failed clips", "", "| clip | why |", "| --- | --- |"]
+        out += [f"| {c['clip']} | {c['error'].replace('|', '/')} |" for c in failed]
+    return "\n".join(out) + "\n"
