@@ -58,10 +58,6 @@ def _changed(settings, context):
     enforcement.invalidate()
 
 
-#: Stored fields whose every write changes a token on the bone (cache keys, health checks).
-TOKENS = {"limit": "limit_token", "limb": "limb_token"}
-
-
 def _stored(field):
     """``get``/``set`` for a field kept in the armature's data store (:mod:`.rig.datastore`), so
     scripts read and write ``joint_limit.limit_data`` as if it were on the bone."""
@@ -71,8 +67,8 @@ def _stored(field):
 
     def set(settings, value):
         datastore.put(settings, field, value)
-        if field in TOKENS:  # a new token tells caches the data changed (undo restores both)
-            setattr(settings, TOKENS[field], uuid.uuid4().hex if value else "")
+        if field in datastore.TOKENS:  # a new token tells caches the data changed (undo restores both)
+            setattr(settings, datastore.TOKENS[field], uuid.uuid4().hex if value else "")
 
     return {"get": get, "set": set}
 

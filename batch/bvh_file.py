@@ -288,7 +288,7 @@ def _parse(name, text):
     try:
         values = np.array(flat, dtype=float).reshape(frame_count, width)
     except ValueError:
-        bad = next(t for t in flat if not _is_number(t))
+        bad = next(t for t in flat if not is_number(t))
         raise ValueError(f"{bad[:20]!r} in the motion is not a number") from None
     columns = np.concatenate(([0], np.cumsum([len(c) for c in channels])[:-1])).tolist()
     return BvhClip(
@@ -306,7 +306,8 @@ def _parse(name, text):
     )
 
 
-def _is_number(token):
+def is_number(token):
+    """Whether a BVH token reads as a number."""
     try:
         float(token)
     except ValueError:

@@ -12,6 +12,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ..batch.bvh_file import is_number
 from ..limits.constants import IDENTITY_QUATERNION
 from ..limits.skeleton import match_bone_names, retarget_local_rotations
 from .actions import action_fcurves, action_frames, keyed_rotations
@@ -121,17 +122,9 @@ def _check_motion(lines, joints):
     try:
         values = np.array([tokens for _, tokens in rows], dtype=float)
     except ValueError:
-        number, bad = next((n, t) for n, tokens in rows for t in tokens if not _is_number(t))
+        number, bad = next((n, t) for n, tokens in rows for t in tokens if not is_number(t))
         raise ValueError(f"line {number}: {bad[:20]!r} is not a number") from None
     return frame_count, frame_time, values
-
-
-def _is_number(token):
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
 
 
 def check_bvh(filepath):

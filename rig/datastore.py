@@ -36,6 +36,10 @@ from bpy.app.handlers import persistent
 
 from .app_handlers import install, uninstall
 
+#: The setting that names each stored field's current version: a new token on every write tells
+#: caches the entry changed (undo restores text and token together).
+TOKENS = {"limit": "limit_token", "limb": "limb_token"}
+
 FIELDS = ("limit", "cloud", "limb")
 NAME_PREFIX = ".JointLimits "  # names starting with "." are hidden from ID search lists
 EXPLANATION = (

@@ -15,24 +15,16 @@ anything else. The model is stored as JSON in the armature's data store
 (``joint_limit.limb_data`` of the middle bone), validated whenever it is read.
 """
 
-import collections
-
 import numpy as np
 
 from ..limits.limb_geometry import limb_joints, swivel_angle
 from ..limits.limb_rom import LimbRangeOfMotion, limb_from_json, limb_to_json
 from ..limits.quaternion import quaternion_from_matrix
-from . import datastore
-from .storage import read_cloud_clips
+from .storage import read_cloud_clips, read_parsed, remember_parsed
 
 #: Fewest poses a limb range of motion is fitted from (below, the sphere of directions is
 #: mostly empty and the fit says so instead of guessing).
 MIN_LIMB_SAMPLES = 50
-
-#: Parsed models by ``(token, length, hash)`` of their stored text: a model's lookup tables are
-#: built on its first query (about a second), so one parse serves every later frame.
-_parsed = collections.OrderedDict()
-PARSED_CACHE_SIZE = 64
 
 
 class LimbRig(tuple):
@@ -99,37 +91,13 @@ def write_limb(pose_bone, model):
     limb_from_json(text)
     settings = pose_bone.joint_limit
     settings.limb_data = text
-    _remember(_key(settings, text), model)
+    remember_parsed(settings, "limb", text, model)
 
 
 def read_limb(pose_bone):
     """The limb range of motion stored with ``pose_bone`` (the middle bone), or ``None``;
     ``ValueError`` when the stored entry does not make a valid model."""
-    settings = pose_bone.joint_limit
-    text = datastore.get(settings, "limb")
-    if not text:
-        if datastore.has(settings, "limb"):
-            raise ValueError(f"{pose_bone.name}: its stored limb range is empty or not text")
-        return None
-    key = _key(settings, text)
-    model = _parsed.get(key)
-    if model is None:
-        model = limb_from_json(text)
-        _remember(key, model)
-    else:
-        _parsed.move_to_end(key)
-    return model
-
-
-def _key(settings, text):
-    return (settings.limb_token, len(text), hash(text))
-
-
-def _remember(key, model):
-    _parsed[key] = model
-    _parsed.move_to_end(key)
-    while len(_parsed) > PARSED_CACHE_SIZE:
-        _parsed.popitem(last=False)
+    return read_parsed(pose_bone, "limb", limb_from_json, "limb range")
 
 
 def limb_swivels(model, mid, end):

@@ -104,30 +104,52 @@ def write_cloud(pose_bone, q, append=False, clip=""):
     return len(q)
 
 
-#: Parsed limits by ``(token, length, hash)`` of their stored text (the token changes with every
-#: write, and undo restores text and token together; the text's own length and hash catch an
-#: entry changed behind the token's back), least recently used first.
+#: Parsed entries (limits, limb ranges) by ``(field, token, length, hash)`` of their stored
+#: text (the token changes with every write, and undo restores text and token together; the
+#: text's own length and hash catch an entry changed behind the token's back), least recently
+#: used first.
 _parsed = collections.OrderedDict()
 #: At most this many bytes of model parameters are remembered (200 sinus textures: 100 MB).
 PARSED_CACHE_BYTES = 512 << 20
 _parsed_bytes = [0]
 
 
-def _parsed_key(settings, text):
-    return (settings.limit_token, len(text), hash(text))
+def _parsed_key(settings, field, text):
+    return (field, getattr(settings, datastore.TOKENS[field]), len(text), hash(text))
 
 
-def _size(limit):
-    return sum(a.nbytes for a in limit.model.params.values())
+def _size(value):
+    return sum(a.nbytes for a in getattr(value, "model", value).params.values())
 
 
-def _remember(key, limit):
+def remember_parsed(settings, field, text, value):
+    """Remember ``value`` as what the stored ``text`` of ``field`` parses to (after a write)."""
+    key = _parsed_key(settings, field, text)
     if key in _parsed:
         _parsed_bytes[0] -= _size(_parsed.pop(key))
-    _parsed[key] = limit
-    _parsed_bytes[0] += _size(limit)
+    _parsed[key] = value
+    _parsed_bytes[0] += _size(value)
     while _parsed_bytes[0] > PARSED_CACHE_BYTES and len(_parsed) > 1:
         _parsed_bytes[0] -= _size(_parsed.popitem(last=False)[1])
+
+
+def read_parsed(pose_bone, field, parse, what):
+    """The stored entry ``field`` (``"limit"``, ``"limb"``) of ``pose_bone`` as ``parse(text)``
+    gives it, parsed once and remembered, or ``None`` when it has none. A stored entry that is
+    empty or not text (the store is never written so) is a ``ValueError``, like corrupt JSON."""
+    settings = pose_bone.joint_limit
+    text = datastore.get(settings, field)  # straight from the store: through RNA it is copied twice more
+    if not text:
+        if datastore.has(settings, field):
+            raise ValueError(f"{pose_bone.name}: its stored {what} is empty or not text")
+        return None
+    value = _parsed.get(_parsed_key(settings, field, text))
+    if value is None:
+        value = parse(text)
+        remember_parsed(settings, field, text, value)
+    else:
+        _parsed.move_to_end(_parsed_key(settings, field, text))
+    return value
 
 
 def forget_parsed():
@@ -141,18 +163,9 @@ def read_limit(pose_bone):
     has none. A stored entry that is empty or not text (the store is never written so) is a
     ``ValueError``, like corrupt JSON."""
     settings = pose_bone.joint_limit
-    text = datastore.get(settings, "limit")  # straight from the store: through RNA it is copied twice more
-    if not text:
-        if datastore.has(settings, "limit"):
-            raise ValueError(f"{pose_bone.name}: its stored limit is empty or not text")
-        return None
-    key = _parsed_key(settings, text)
-    limit = _parsed.get(key)
+    limit = read_parsed(pose_bone, "limit", limit_from_json, "limit")
     if limit is None:
-        limit = limit_from_json(text)
-        _remember(key, limit)
-    else:
-        _parsed.move_to_end(key)
+        return None
     limit = copy.copy(limit)  # its own softening settings; the model (never changed in place) is shared
     if settings.use_softening:
         limit.soft_radius = np.asarray(settings.soft_radius, dtype=float)
@@ -182,7 +195,7 @@ def write_limit(pose_bone, limit):
     text, back = _checked_text(limit)
     settings = pose_bone.joint_limit
     settings.limit_data = text
-    _remember(_parsed_key(settings, text), back)
+    remember_parsed(settings, "limit", text, back)
 
 
 def store_limit(pose_bone, limit):
@@ -198,4 +211,4 @@ def store_limit(pose_bone, limit):
     if mode in {"FULL", "SWING_TWIST"} and settings.mode != mode:
         settings.mode = mode
     settings.limit_data = text
-    _remember(_parsed_key(settings, text), back)
+    remember_parsed(settings, "limit", text, back)
