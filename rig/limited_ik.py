@@ -192,13 +192,12 @@ def _local(obj, evaluated, name):
 
 def solve(obj, depsgraph, chains):
     """Solve each held chain of ``obj`` on ``depsgraph``'s evaluated rig and write its bones'
-    correctives; returns how many chain bones the limits moved off the free solution's pose
-    (counted as limited). A chain whose root's parent another chain moved is solved after an
-    update."""
+    correctives; returns how many chain bones it posed. A chain whose root's parent another
+    chain moved is solved after an update."""
     pose_bones = obj.pose.bones
     to_armature = np.linalg.inv(np.array(obj.matrix_world))
     written = set()
-    limited = 0
+    posed = 0
     for chain in chains:
         owner = pose_bones[chain.owner]
         con = owner.constraints.get(chain.constraint)
@@ -229,15 +228,15 @@ def solve(obj, depsgraph, chains):
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
         q = _solution(chain, start, target, pole, pole_angle)
-        influence = float(obj.evaluated_get(depsgraph).pose.bones[chain.owner].constraints[chain.constraint].influence)
+        influence = float(evaluated[chain.owner].constraints[chain.constraint].influence)  # (a driver's, an IK/FK switch)
         if influence < 1.0:
             q = slerp(start, q, influence)
             q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
         for c, s, r in zip(cons, start, q):
             corrective.write(c, quaternion_multiply(quaternion_conjugate(s), r))
         written.update(chain.names)
-        limited += len(chain.names)
-    return limited
+        posed += len(chain.names)
+    return posed
 
 
 def _solution(chain, start, target, pole, pole_angle):
