@@ -3,6 +3,7 @@
 
 import os
 import sys
+import time
 from pathlib import Path
 
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -46,3 +47,11 @@ def random_rig(addon, n_bones, frames, seed=0):
     motion = q.quaternion_from_exp_map(walk)
     addon.rig.humanoid.key_rotations(obj, motion, "Random")
     return obj, motion
+
+
+def play(scene, frames):
+    """ms per frame_set over one pass of the action."""
+    t0 = time.perf_counter()
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+    return (time.perf_counter() - t0) / frames * 1e3

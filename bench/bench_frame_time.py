@@ -15,14 +15,6 @@ addon = _setup.addon()
 import bpy  # noqa: E402
 
 
-def play(scene, frames):
-    """ms per frame_set over one pass of the action."""
-    t0 = time.perf_counter()
-    for f in range(1, frames + 1):
-        scene.frame_set(f)
-    return (time.perf_counter() - t0) / frames * 1e3
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bones", type=int, default=60)
@@ -83,14 +75,14 @@ def main():
     # first play: compiling the limits and limiting the action ahead are paid in it
     set_up("ours")
     enforcement.invalidate()
-    first = play(scene, args.frames)
+    first = _setup.play(scene, args.frames)
     computed = enforcement.compiled(obj).computed
     # then every set-up in turn, round after round (the machine drifts; interleaving shares it)
     best = {}
     for _ in range(args.rounds):
         for name in ("bare", "native", "floor", "ours"):
             set_up(name)
-            best[name] = min(best.get(name, np.inf), play(scene, args.frames))
+            best[name] = min(best.get(name, np.inf), _setup.play(scene, args.frames))
     set_up("ours")
     moved = enforcement.enforce_object(obj)
     # the one-time costs inside the first play, measured apart (nothing kept from before)

@@ -18,14 +18,6 @@ addon = _setup.addon()
 import bpy  # noqa: E402
 
 
-def play(scene, frames):
-    """ms per frame_set over one pass of the action."""
-    t0 = time.perf_counter()
-    for f in range(1, frames + 1):
-        scene.frame_set(f)
-    return (time.perf_counter() - t0) / frames * 1e3
-
-
 def limbs(obj, count):
     """``count`` bones with a parent and a grandparent, no two sharing a bone: (upper, lower)."""
     taken, found = set(), []
@@ -87,11 +79,11 @@ def main():
     for _ in range(args.rounds):
         scene.joint_limits.enforce_live = False
         enforcement.reset()
-        play(scene, 2)
-        times["Blender's IK alone (enforcement off)"].append(play(scene, args.frames))
+        _setup.play(scene, 2)
+        times["Blender's IK alone (enforcement off)"].append(_setup.play(scene, args.frames))
         scene.joint_limits.enforce_live = True
-        times["limited IK, first play (every frame solved)"].append(play(scene, args.frames))
-        times["limited IK, later plays (solutions remembered)"].append(play(scene, args.frames))
+        times["limited IK, first play (every frame solved)"].append(_setup.play(scene, args.frames))
+        times["limited IK, later plays (solutions remembered)"].append(_setup.play(scene, args.frames))
     scene.joint_limits.enforce_live = False
 
     print(
