@@ -59,7 +59,7 @@ def main():
 
     bpy.ops.wm.read_homefile(use_empty=True)
     rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
-    train = clouds_from(args.train, rig)
+    train, _ = clouds_from(args.train, rig)
     tests = clips_from(args.test, rig)
     joints = args.joints or default_joints(rig)
     print(f"train: {', '.join(Path(f).name for f in args.train)}")

@@ -88,6 +88,10 @@ STRESS_RAMP = 0.25
 #: :meth:`SinusTextureLimit.project_near` searches the path from the previous pose when the
 #: projection lies more than this many texels away from it.
 GUARD_TEXELS = 8.0
+#: Halvings of the binary search for where a path leaves the allowed region: 2^-12 of the
+#: search's sample spacing (a quarter texel), far below the 1 % of a texel the result is then
+#: pulled inside (:data:`.nearest_boundary.INSET`).
+CROSSING_BISECTIONS = 12
 
 
 def _stress_from_mask(mask, layout, depth=None):
@@ -666,7 +670,7 @@ class SinusTextureLimit(LimitModel):
         sampled (a midpoint test at every sample, so the path never jumps across a forbidden
         gap wider than the sample spacing: Kelly's "concave boundary jumping"), and the
         crossing between the last allowed sample and the first forbidden one is found by
-        binary search (2^-24 of the spacing), then pulled 1 % of a texel inside. The twist is
+        binary search (2^-12 of the spacing: :data:`CROSSING_BISECTIONS`), then pulled 1 % of a texel inside. The twist is
         then clamped to the range at that swing. Other rows are treated as by :meth:`project`.
         """
         q = as_quaternions(q)
@@ -735,12 +739,13 @@ class SinusTextureLimit(LimitModel):
             return rt["mask"][sm.uv_to_texel(u, v, (h, w)) + off]
 
         arc = np.arccos(np.clip(np.sum(start * end, axis=-1), -1.0, 1.0))
+        # each row's own sample count, so that a row's result does not depend on the batch
         if steps is None:
-            count = int(np.clip(np.ceil(arc.max() / (0.25 * texel_scale((h, w)))), 2, 4096))
+            count = np.clip(np.ceil(arc / (0.25 * texel_scale((h, w)))), 2, 4096).astype(np.int64)
         else:
-            count = max(int(steps), 2)
-        t = np.arange(1, count + 1) / count  # (S,)
-        samples = toward(start[:, None, :], end[:, None, :], arc[:, None] * t[None, :])
+            count = np.full(arc.shape, max(int(steps), 2))
+        t = np.minimum(np.arange(1, count.max(initial=2) + 1)[None, :] / count[:, None], 1.0)  # (n, S)
+        samples = toward(start[:, None, :], end[:, None, :], arc[:, None] * t)
         off = offset if np.ndim(offset) == 0 else offset[:, None]
         ok = allowed(samples, off)  # (n, S)
         leaves = ~ok.all(axis=1)
@@ -748,13 +753,13 @@ class SinusTextureLimit(LimitModel):
             return None
         idx = np.flatnonzero(leaves)
         ok = ok[idx]
-        start, end, arc = start[idx], end[idx], arc[idx]
+        start, end, arc, t = start[idx], end[idx], arc[idx], t[idx]
         offset = offset if np.ndim(offset) == 0 else offset[idx]
         first_bad = np.argmax(~ok, axis=1)
-        lo_t = np.where(first_bad > 0, t[np.maximum(first_bad - 1, 0)], 0.0)
+        lo_t = np.where(first_bad > 0, np.take_along_axis(t, np.maximum(first_bad - 1, 0)[:, None], axis=1)[:, 0], 0.0)
         lo = toward(start, end, arc * lo_t)
-        hi = toward(start, end, arc * t[first_bad])
-        for _ in range(24):
+        hi = toward(start, end, arc * np.take_along_axis(t, first_bad[:, None], axis=1)[:, 0])
+        for _ in range(CROSSING_BISECTIONS):
             mid = lo + hi
             mid /= np.linalg.norm(mid, axis=-1, keepdims=True)
             good = allowed(mid, offset)
