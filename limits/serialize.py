@@ -24,6 +24,7 @@ import binascii
 import io
 import json
 import math
+import tokenize
 import zipfile
 import zlib
 
@@ -315,9 +316,12 @@ def load_limit_npz(path_or_file):
         TypeError,
         RuntimeError,
         NotImplementedError,
+        SyntaxError,
+        tokenize.TokenError,
     ) as err:
         # (zlib: a corrupt compressed entry; RuntimeError, NotImplementedError: an encrypted
-        # one or an unknown compression method)
+        # one or an unknown compression method; SyntaxError, TokenError: an ``.npy`` header
+        # numpy cannot parse)
         raise ValueError(f"not a Joint Limits archive: {type(err).__name__}: {err}") from None
     except MemoryError:
         raise ValueError("not a Joint Limits archive: too large to load") from None
