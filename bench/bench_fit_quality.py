@@ -10,7 +10,9 @@ other models with their default padding. Clips are imported with Blender's BVH i
 first training clip's skeleton is the rig and every clip is retargeted onto it by bone name.
 
     ./dev bench bench/bench_fit_quality.py --train A.bvh [B.bvh ...] --test C.bvh [...]
-        [--joints upper_arm.L forearm.L ...] [--models kdop:FULL ellipsoid:SWING_TWIST ...]
+        [--joints upper_arm.L forearm.L ...] [--models kdop:FULL ellipsoid:SWING_TWIST kdop:FULL:0.3 ...]
+
+A model is ``kind[:mode[:padding]]`` (padding in radians; default: the kind's own).
 """
 
 import argparse
@@ -57,6 +59,27 @@ def clouds_from(files, rig):
     return {name: np.concatenate(parts) for name, parts in out.items()}, {n: np.concatenate(p) for n, p in clips.items()}
 
 
+def with_mirror_images(rig, clouds, clips):
+    """The clouds with each bone's mirror partner's samples seen in the mirror added (what a
+    fit with *Learn From Both Sides* uses, :mod:`rig.symmetry`: the rest pose's mirror, or the
+    neutral pose's, each bone at the mean of its samples); a mirrored sample keeps its clip."""
+    skeleton = addon.rig.skeleton_io.skeleton_from_armature(rig)
+    mean = addon.limits.quaternion.quaternion_mean
+    neutral = np.array([mean(clouds[n]) if n in clouds else [1.0, 0, 0, 0] for n in skeleton.names])
+    mirror = addon.limits.symmetry.BodyMirror.of(skeleton, neutral)
+    if mirror is None:
+        print("no symmetry: neither the rest pose nor the neutral pose mirrors")
+        return clouds, clips
+    poses = [mirror.poses[n] for n, p in mirror.partners.items() if n != p]
+    print(f"symmetry: {poses.count('rest') // 2} pairs mirror at rest, {poses.count('neutral') // 2} in the neutral pose")
+    out, labels = dict(clouds), dict(clips)
+    for name, partner in mirror.partners.items():
+        if name in clouds and partner in clouds:
+            out[name] = np.concatenate((clouds[name], mirror.mirrored(clouds[partner], name, partner)))
+            labels[name] = np.concatenate((clips[name], clips[partner]))
+    return out, labels
+
+
 def default_joints(rig):
     skel = addon.rig.skeleton_io.skeleton_from_armature(rig)
     human = addon.limits.skeleton.humanoid_skeleton()
@@ -71,12 +94,15 @@ def main():
     p.add_argument("--joints", nargs="*")
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
     p.add_argument("--random", type=int, default=200_000, help="uniform random rotations for the volume")
+    p.add_argument("--symmetry", action="store_true", help="left/right pairs learn from each other's samples mirrored")
     args = p.parse_args()
 
     bpy.ops.wm.read_homefile(use_empty=True)
     rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
     train, train_clips = clouds_from(args.train, rig)
     test, _ = clouds_from(args.test, rig)
+    if args.symmetry:
+        train, train_clips = with_mirror_images(rig, train, train_clips)
     joints = args.joints or default_joints(rig)
     uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
     print(f"train: {', '.join(Path(f).name for f in args.train)} | test: {', '.join(Path(f).name for f in args.test)}")
@@ -88,8 +114,11 @@ def main():
             print(f"{joint:<16} (not in both sets)")
             continue
         for spec in args.models:
-            kind, _, mode = spec.partition(":")
+            kind, _, rest = spec.partition(":")
+            mode, _, padding = rest.partition(":")
             options = {"mode": mode} if mode else {}
+            if padding:
+                options["padding"] = float(padding)
             if kind == "auto":
                 options["clips"] = train_clips[joint]
             t0 = time.perf_counter()
