@@ -15,6 +15,7 @@ from .rig.fitting import fit_pose_bone
 from .rig.limb import fit_limb, limb_rest
 from .rig.report import report_text, violation_report
 from .rig.sampling import dropped_message, sample_rotations, store_clouds
+from .rig.symmetry import body_mirror
 
 
 def resolve_armature(name=None):
@@ -83,6 +84,7 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
         print(dropped_message(dropped))
     store_clouds(obj, clouds, clips=clips)
     fitted, skipped = [], SkippedBones()
+    mirror = body_mirror(obj)
     for name in clouds:
         pb = obj.pose.bones[name]
         with guarded(skipped, name):
@@ -90,7 +92,7 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
                 pb.joint_limit.model = model
             if mode:
                 pb.joint_limit.mode = mode
-            if fit_pose_bone(obj, pb).heading_off:
+            if fit_pose_bone(obj, pb, mirror).heading_off:
                 print(f"note: {name}: limit fitted but off: it carries the heading or travel")
             fitted.append(name)
     report = rig_report_text([obj.pose.bones[name] for name in fitted])

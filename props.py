@@ -125,6 +125,14 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         subtype="FACTOR",
         update=_refit,
     )
+    use_symmetry: BoolProperty(
+        name="Learn From Both Sides",
+        description="Fit from this bone's samples and from its mirror bone's (left/right, found by name and checked on "
+        "the rest pose) seen in the mirror; a bone on the symmetry plane (spine, neck) also learns from its own "
+        "samples mirrored. Off: each side is fitted from its own samples only",
+        default=True,
+        update=_refit,
+    )
     fit_report: StringProperty(
         name="Fit Report",
         description="Cross-validated recall and volume of every model tried (JSON)",

@@ -6,6 +6,7 @@ from ..props import MODEL_ITEMS
 from ..rig.bone_errors import SkippedBones, guarded
 from ..rig.fit_report import write_report_text
 from ..rig.fitting import fit_pose_bone
+from ..rig.symmetry import body_mirror
 from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
 
 
@@ -31,11 +32,12 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
         obj = context.object
         bones = selected_bones_with_samples(context)
         skipped, split, heading = SkippedBones(), [], []
+        mirror = body_mirror(obj)
         for pb in bones:
             with guarded(skipped, pb.name):
                 if self.model != "BONE":
                     pb.joint_limit.model = self.model
-                limit = fit_pose_bone(obj, pb)
+                limit = fit_pose_bone(obj, pb, mirror)
                 pb.joint_limit.last_error = ""
                 if limit.heading_off:
                     heading.append(pb.name)

@@ -4,6 +4,7 @@ import bpy
 from ..limits.skeleton import mirror_local_rotation, mirror_name
 from ..rig.fitting import fit_pose_bone
 from ..rig.storage import read_cloud_clips, write_cloud
+from ..rig.symmetry import body_mirror
 from ._common import armature_in_pose_mode, plural, selected_bones
 
 COPIED = (
@@ -20,6 +21,7 @@ COPIED = (
     "reference",
     "reference_frame",
     "twist_axis",
+    "use_symmetry",
 )
 
 
@@ -37,6 +39,7 @@ class JOINTLIMITS_OT_mirror(bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         done, missing = 0, []
+        mirror = body_mirror(obj)
         for pb in selected_bones(context):
             if not pb.joint_limit.cloud_count:
                 continue
@@ -50,10 +53,14 @@ class JOINTLIMITS_OT_mirror(bpy.types.Operator):
             for name in COPIED:
                 setattr(dst, name, getattr(src, name))
             q, runs = read_cloud_clips(pb)
-            write_cloud(other, mirror_local_rotation(q), clip=runs)
+            if mirror is not None and mirror.partners.get(pb.name) == other.name:  # the rig says how they mirror
+                q = mirror.mirrored(q, other.name, pb.name)
+            else:
+                q = mirror_local_rotation(q)
+            write_cloud(other, q, clip=runs)
             if src.has_limit:
                 try:
-                    fit_pose_bone(obj, other)
+                    fit_pose_bone(obj, other, mirror)
                 except ValueError as err:
                     self.report({"WARNING"}, f"{other.name}: {err}")
             done += 1

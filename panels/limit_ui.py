@@ -4,7 +4,7 @@ Bone Constraints tab."""
 
 from ..limits.model import model_class
 from ..rig.datastore import health
-from ..rig.fit_report import chosen_line, read_report
+from ..rig.fit_report import chosen_line, mirrored_line, read_report
 from ..rig.status import bone_status, model_details
 
 
@@ -30,9 +30,13 @@ def draw_limit_settings(layout, pose_bone):
         col.prop(settings, "target_recall")
     else:
         col.prop(settings, "padding")
+    col.prop(settings, "use_symmetry")
     report = read_report(settings)
     if report is not None:
         col.label(text=chosen_line(report), icon="INFO")
+    mirrored = mirrored_line(pose_bone)
+    if mirrored:
+        col.label(text=mirrored, icon="MOD_MIRROR")
     col.prop(settings, "influence")
     row = col.row(heading="Softening")
     row.prop(settings, "use_softening", text="")

@@ -17,6 +17,22 @@ def read_report(settings):
     return report if isinstance(report, dict) and report.get("candidates") else None
 
 
+def mirrored_line(pose_bone):
+    """ "Also learned from ..." when the bone's last fit used its mirror bone's samples, else ""."""
+    settings = pose_bone.joint_limit
+    try:
+        mirrored = json.loads(settings.fit_report).get("mirrored") if settings.fit_report else None
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(mirrored, dict):
+        return ""
+    partner, count = mirrored.get("partner"), mirrored.get("samples")
+    if not isinstance(partner, str) or not isinstance(count, int):
+        return ""
+    whose = "its own" if partner == pose_bone.name else f"{partner}'s"
+    return f"Also learned from {count} of {whose} samples, mirrored"
+
+
 def _label(entry):
     mode = entry.get("mode") or ""
     return entry["kind"] + (f" {mode.lower().replace('_', '-')}" if mode else "")
@@ -52,7 +68,8 @@ def rig_report_text(pose_bones):
     for pb in pose_bones:
         report = read_report(pb.joint_limit)
         if report is not None:
-            out += report_lines(pb.name, report) + [""]
+            mirrored = mirrored_line(pb)
+            out += report_lines(pb.name, report) + ([f"  {mirrored}"] if mirrored else []) + [""]
     if not out:
         return ""
     head = [

@@ -11,6 +11,7 @@ from ..limits.model import model_class
 from ..limits.swing_twist import twist_axis_from_children
 from .actions import action_fcurves, keyed_rotations
 from .storage import clip_labels, read_cloud_clips, write_limit
+from .symmetry import body_mirror
 
 
 def twist_axis(pose_bone):
@@ -34,14 +35,40 @@ def reference_frame_rotation(obj, pose_bone):
     return q[0, 0]
 
 
-def fit_pose_bone(obj, pose_bone):
-    """Fit the bone's limit from its stored cloud and settings, store and return it.
+def samples_for_fit(obj, pose_bone, mirror=False):
+    """``(cloud (N, 4), runs, mirrored)``: what the bone is fitted from: its stored samples and,
+    with *Learn From Both Sides*, its mirror bone's seen in the mirror (:mod:`.symmetry`; they
+    keep their clips, so a clip left out of a cross-validation fold leaves with both its sides).
+    ``mirrored`` is ``(partner name, sample count)`` or ``None``. ``mirror`` is
+    :func:`.symmetry.body_mirror` of ``obj`` when the caller fits many bones (computed here
+    when left out)."""
+    cloud, runs = read_cloud_clips(pose_bone)
+    if not pose_bone.joint_limit.use_symmetry or len(cloud) == 0:
+        return cloud, runs, None
+    mirror = body_mirror(obj) if mirror is False else mirror
+    partner = mirror.partners.get(pose_bone.name) if mirror is not None else None
+    if partner is None or partner not in obj.pose.bones:
+        return cloud, runs, None
+    try:
+        q, partner_runs = read_cloud_clips(obj.pose.bones[partner])
+    except ValueError:  # the partner's own fit says so; this bone keeps its own samples
+        return cloud, runs, None
+    if len(q) == 0:
+        return cloud, runs, None
+    seen = mirror.mirrored(q, pose_bone.name, partner)
+    return np.concatenate((cloud, seen)), runs + partner_runs, (partner, len(seen))
+
+
+def fit_pose_bone(obj, pose_bone, mirror=False):
+    """Fit the bone's limit from its samples (:func:`samples_for_fit`) and settings, store and
+    return it.
 
     Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
     the clips the samples came from (:mod:`..limits.cross_validation`); what it found is kept,
-    as JSON, in the bone's ``fit_report`` (empty for a fixed padding)."""
+    as JSON, in the bone's ``fit_report``, with the mirror bone it also learned from (empty
+    for a fixed padding and no mirror)."""
     settings = pose_bone.joint_limit
-    cloud, runs = read_cloud_clips(pose_bone)
+    cloud, runs, mirrored = samples_for_fit(obj, pose_bone, mirror)
     if len(cloud) == 0:
         raise ValueError(f"{pose_bone.name}: no samples; sample an action first")
     mode = pose_bone.rotation_mode
@@ -68,6 +95,8 @@ def fit_pose_bone(obj, pose_bone):
     if limit.heading_off:  # fitted, but not limited until the user turns it on
         settings.enabled = False
     report = limit.calibration.summary() if limit.calibration is not None else None
+    if mirrored is not None:
+        report = dict(report or {}, mirrored={"partner": mirrored[0], "samples": mirrored[1]})
     settings.fit_report = json.dumps(report, separators=(",", ":")) if report else ""
     return limit
 

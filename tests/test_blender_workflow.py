@@ -7,7 +7,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, fitted_rig, select_only, set_local_rotation
+from rigs import cone_motion, evaluated_local_rotation, expect_error, fitted_rig, select_only, set_local_rotation
 
 MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
 #: A swing of ~100 degrees: far outside the ~34 degree cone the rig is trained on.
@@ -214,21 +214,25 @@ def test_export_native_matches_blender_limit_rotation(clean_file, addon):
 
 
 def test_mirror_copies_mirrored_samples_and_settings(clean_file, addon):
+    """On the humanoid (mirrored about X = 0, rolls mirror images) the mirrored samples follow
+    Blender's X-flip convention; rigs whose rolls differ: tests/test_blender_symmetry.py."""
     q = addon.limits.quaternion
-    obj = chain_rig(("root", "arm.L", "arm.R"))
+    obj = addon.rig.humanoid.build_armature(addon.limits.skeleton.humanoid_skeleton())
     frames = 120
-    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
-    motion[:, 1] = cone_motion(q, frames, seed=2)
+    names = [pb.name for pb in obj.pose.bones]
+    motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, len(names), 1))
+    arm = names.index("upper_arm.L")
+    motion[:, arm] = cone_motion(q, frames, seed=2)
     addon.rig.humanoid.key_rotations(obj, motion, "ROM")
-    select_only(obj, ["arm.L"])
+    select_only(obj, ["upper_arm.L"])
     bpy.ops.pose.joint_limits_sample()
-    obj.pose.bones["arm.L"].joint_limit.model = "ellipsoid"
+    obj.pose.bones["upper_arm.L"].joint_limit.model = "ellipsoid"
     bpy.ops.pose.joint_limits_fit()
     assert bpy.ops.pose.joint_limits_mirror() == {"FINISHED"}
-    right = obj.pose.bones["arm.R"]
+    right = obj.pose.bones["upper_arm.R"]
     assert right.joint_limit.model == "ellipsoid"
     mirrored = addon.rig.storage.read_cloud(right)
-    np.testing.assert_allclose(mirrored, motion[:, 1] * [1, 1, -1, -1], atol=1e-6)
+    np.testing.assert_allclose(mirrored, motion[:, arm] * [1, 1, -1, -1], atol=1e-6)
     assert _limit(addon, right).contains(mirrored).all()
 
 
