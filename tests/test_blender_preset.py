@@ -206,3 +206,93 @@ def test_cli_fit_preset(clean_file, addon, tmp_path, capsys):
     assert main(["fit", "--preset", "robot"]) != 0
     err = capsys.readouterr().err
     assert "needs --preset" in err and "invalid choice: 'robot'" in err
+
+
+# CMU's BVH skeleton (subject 143's offsets, arms in a T-pose, Y up): zero-length LHipJoint,
+# LowerBack, Spine1's children, LeftShoulder and the hand's finger joints, as in the real files.
+CMU = (
+    ("Hips", -1, (0, 0, 0)),
+    ("LHipJoint", 0, (0, 0, 0)),
+    ("LeftUpLeg", 1, (1.65, -1.42, 0.94)),
+    ("LeftLeg", 2, (2.12, -5.81, 0)),
+    ("LeftFoot", 3, (2.37, -6.5, 0)),
+    ("LeftToeBase", 4, (0.18, -0.49, 1.74)),
+    ("RHipJoint", 0, (0, 0, 0)),
+    ("RightUpLeg", 6, (-1.44, -1.42, 0.94)),
+    ("RightLeg", 7, (-2.1, -5.78, 0)),
+    ("RightFoot", 8, (-2.35, -6.45, 0)),
+    ("RightToeBase", 9, (-0.23, -0.63, 1.8)),
+    ("LowerBack", 0, (0, 0, 0)),
+    ("Spine", 11, (0.06, 1.94, -0.49)),
+    ("Spine1", 12, (-0.03, 2.04, -0.06)),
+    ("Neck", 13, (0, 0, 0)),
+    ("Neck1", 14, (0.04, 1.41, 0.27)),
+    ("Head", 15, (-0.13, 1.44, 0.06)),
+    ("LeftShoulder", 13, (0, 0, 0)),
+    ("LeftArm", 17, (2.18, 1.48, -0.36)),
+    ("LeftForeArm", 18, (5.05, 0, 0)),
+    ("LeftHand", 19, (3.39, 0, 0)),
+    ("LeftFingerBase", 20, (0, 0, 0)),
+    ("RightShoulder", 13, (0, 0, 0)),
+    ("RightArm", 22, (-2.06, 1.73, -0.47)),
+    ("RightForeArm", 23, (-5.07, 0, 0)),
+    ("RightHand", 24, (-3.15, 0, 0)),
+    ("RightFingerBase", 25, (0, 0, 0)),
+)
+CMU_ENDS = {5: (0, 0, 0.91), 10: (0, 0, 0.96), 16: (-0.05, 1.46, 0), 21: (0.57, 0, 0), 26: (-0.72, 0, 0)}
+
+
+def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_file, addon, tmp_path):
+    """The preset builder reads its take with the numpy BVH reader, in the file's Y-up space
+    (zero-length bones pointed along their parent); Blender's importer turns the skeleton Z-up
+    and points zero-length bones along +Y. Both give the same anatomical rotations at every joint the preset keeps
+    (the wrist's bone differs: the builder leaves the wrist out), and the preset fits that rig."""
+    import build_human_preset
+
+    bf = addon.batch.bvh_file
+    names, parents, offsets = zip(*CMU, strict=True)
+    channels = [["Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"]] + [
+        ["Zrotation", "Yrotation", "Xrotation"]
+    ] * (len(names) - 1)
+    rng = np.random.default_rng(4)
+    frames = 20
+    values = 40 * np.sin(np.linspace(0, 3, frames)[:, None] + rng.uniform(0, 6, (1, 3 + 3 * len(names))))
+    text = bf.bvh_text(
+        list(names),
+        list(parents),
+        np.array(offsets, float),
+        channels,
+        {j: np.array(v, float) for j, v in CMU_ENDS.items()},
+        1 / 120,
+        values,
+    )
+    path = tmp_path / "cmu.bvh"
+    path.write_text(text)
+
+    lib = addon.limits
+    clip = bf.read_bvh(path)
+    heads = np.zeros((len(names), 3))
+    for j, p in enumerate(parents):
+        heads[j] = np.array(offsets[j], float) + (heads[p] if p >= 0 else 0.0)
+    directions = build_human_preset.segment_directions(clip)
+    source = lib.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
+    matches, _ = lib.bone_names.match_joints(clip.names, clip.parents)
+    built = lib.retarget.RigFrames(source, matches, directions).joint_rotations(clip.local_rotations())
+
+    obj = addon.rig.bvh.import_bvh_armature(bpy.context, str(path))
+    skeleton = addon.rig.skeleton_io.skeleton_from_armature(obj)
+    basis, keyed = addon.rig.actions.keyed_rotations(obj, obj.animation_data.action, skeleton.names, np.arange(1, frames + 1))
+    assert keyed.all()
+    on_rig = lib.retarget.RigFrames(skeleton, lib.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
+    imported = on_rig.joint_rotations(basis)
+    assert sorted(imported) == sorted(built)
+    for joint in built:
+        if not joint.startswith("wrist"):
+            assert np.degrees(lib.quaternion.quaternion_angle(imported[joint], built[joint])).max() < 1e-3, joint
+
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    for pb in obj.pose.bones:
+        pb.joint_limit.model = MODEL
+    assert _apply(obj) == {"FINISHED"}
+    assert sum(pb.joint_limit.has_limit for pb in obj.pose.bones) == 18  # 12 limb joints, 3 spine and 3 neck bones

@@ -56,13 +56,12 @@ def test_round_trip_anatomical_basis_anatomical():
 
 
 def test_body_frame_is_blender_for_a_blender_rig():
-    body = body_frame_from_rest(
-        humanoid_skeleton().heads,
-        [frames_of(humanoid_skeleton()).matches.get(n, BoneMatch("x")).joint for n in humanoid_skeleton().names],
-    )
+    body = frames_of(humanoid_skeleton()).body
     # columns: left (+X), up (+Z), forward (-Y: Blender characters face -Y)
     assert np.allclose(body, [[1, 0, 0], [0, 0, -1], [0, 1, 0]], atol=0.05)
     assert np.isclose(np.linalg.det(body), 1.0)
+    nothing_matched = body_frame_from_rest(np.zeros((2, 3)), [None, None])
+    assert np.allclose(nothing_matched, [[1, 0, 0], [0, 0, -1], [0, 1, 0]])  # Blender's axes
     with pytest.raises(ValueError, match="perpendicular"):
         body_frame([0, 0, 1], [0, 0, 2])
 
