@@ -22,6 +22,11 @@ The clip itself is not stored. What it does about the take's quirks (its README)
   (its twist about the forearm) is added to the elbow's samples, frame by frame, since rigs put
   the forearm's roll on either bone, and the wrists are left out (a limit learnt from a wrist
   that never bends would forbid bending it);
+- in the deep squat (frames 1720-1853) the solver turns the right thigh out, up and back
+  (129 degrees from straight down, while the left one flexes 81 degrees forward and the knees
+  bend alike): ``--drop hip.R:1720-1853`` (the default) leaves those frames out of the right
+  hip, found as the frames where the thighs, mirrored, differ by more than 30 degrees during
+  the squat;
 - a joint that never turns (the clavicles, ``LeftShoulder``, are all zero) has no range to
   learn: left out and listed under ``not_in_preset``;
 - single-frame spikes (more than ``SPIKE_DEGREES`` from both neighbours, at 120 fps) are
@@ -82,7 +87,19 @@ def spikes(q, quaternion_angle, degrees=SPIKE_DEGREES):
     return out
 
 
-def build(path, step, recentre):
+def drop_ranges(specs):
+    """``{joint: [(first, last), ...]}`` (1-based file frames) from ``JOINT:FIRST-LAST`` texts."""
+    out = {}
+    for spec in specs:
+        joint, _, frames = spec.partition(":")
+        first, _, last = frames.partition("-")
+        if not (joint and first.isdigit() and last.isdigit() and int(first) <= int(last)):
+            raise SystemExit(f"--drop takes JOINT:FIRST-LAST (file frames), got {spec!r}")
+        out.setdefault(joint, []).append((int(first), int(last)))
+    return out
+
+
+def build(path, step, recentre, drop=None):
     addon = blender_session.load_extension()  # the add-on's package: its BVH reader and maths
     qm = addon.limits.quaternion
 
@@ -118,6 +135,10 @@ def build(path, step, recentre):
         bad = spikes(q, qm.quaternion_angle)
         if bad.any():
             notes[joint] = (notes.get(joint, "") + f"; {int(bad.sum())} spike frames dropped").lstrip("; ")
+        file_frames = np.arange(2, len(q) + 2)  # rotations start at the file's frame 2
+        for first, last in (drop or {}).get(joint, ()):
+            bad |= (file_frames >= first) & (file_frames <= last)
+            notes[joint] = (notes.get(joint, "") + f"; frames {first}-{last} dropped (a solver flip)").lstrip("; ")
         kept = q[~bad][::step]
         joints[joint] = np.round(qm.exp_map_from_quaternion(qm.quaternion_short_way(kept)), DECIMALS) + 0.0  # no -0.0
     bones = {name: match.joint for name, match in matches.items()}
@@ -164,8 +185,15 @@ def main(argv=None):
     p.add_argument("--output", default=str(ROOT / "presets" / "human_rom.json"), help="preset file to write")
     p.add_argument("--step", type=int, default=2, help="keep every STEP-th frame (default 2: 60 of 120 fps)")
     p.add_argument("--recentre", nargs="*", default=["neck"], metavar="JOINT", help="joints to re-centre (default: neck)")
+    p.add_argument(
+        "--drop",
+        nargs="*",
+        default=["hip.R:1720-1853"],
+        metavar="JOINT:FIRST-LAST",
+        help="file frames to leave out of a joint (default: the right thigh's flip in the squat)",
+    )
     args = p.parse_args(argv)
-    clip, joints, bones, unmatched, not_in_preset, notes = build(args.bvh, args.step, set(args.recentre))
+    clip, joints, bones, unmatched, not_in_preset, notes = build(args.bvh, args.step, set(args.recentre), drop_ranges(args.drop))
     text = preset_text(clip, joints, bones, unmatched, not_in_preset, notes, args.step)
     json.loads(text)  # it reads back
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
