@@ -62,6 +62,10 @@ SIDED_JOINTS = ("clavicle", "shoulder", "elbow", "wrist", "hip", "knee", "ankle"
 #: extra spine and neck bones.
 EXTRA_STEMS = {"spine04": "spine", "spine05": "spine", "neck02": "neck", "neck2": "neck"}
 
+#: The names :func:`.skeleton.bone_category` reads a name's context for (a sided ``shoulder`` is
+#: the upper arm beside a collar or clavicle; a sided ``hip`` is the thigh only without another
+#: thigh name): passing only these keeps matching a rig linear in its bones.
+_CONTEXT = re.compile(r"clavicle|collar|thigh|upperleg|upleg|femur", re.IGNORECASE)
 _RIGIFY_PREFIX = re.compile(r"^(DEF|ORG)-")
 _RIGIFY_SPINE = re.compile(r"^spine(?:\.(\d{3}))?$")
 _COPY_SUFFIX = re.compile(r"\.\d{3}$")
@@ -142,12 +146,13 @@ def match_joints(names, parents):
     rigify = _rigify(names)
     clean = [_RIGIFY_PREFIX.sub("", n) for n in names]
     rigify_spine = any(_RIGIFY_SPINE.match(c) and c != "spine" for c in clean)
+    context = [c for c in clean if _CONTEXT.search(c)]
     joints, unmatched = [None] * len(names), {}
     for i, name in enumerate(names):
         if rigify and not _RIGIFY_PREFIX.match(name):
             unmatched[name] = "a Rigify control or mechanism bone (the DEF- and ORG- bones are limited)"
             continue
-        joint, why = _reading(name, clean[i], clean, rigify_spine)
+        joint, why = _reading(name, clean[i], context, rigify_spine)
         if joint is not None and parents[i] < 0:
             joint, why = None, "a root (carries the heading)"
         if joint is not None and joint not in CHAIN_JOINTS:

@@ -4,6 +4,7 @@
 import bpy
 import humanoid_variants as hv
 import numpy as np
+import pytest
 from mathutils import Quaternion
 from rigs import chain_rig, cone_motion, expect_error, select_only
 
@@ -296,3 +297,24 @@ def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_
         pb.joint_limit.model = MODEL
     assert _apply(obj) == {"FINISHED"}
     assert sum(pb.joint_limit.has_limit for pb in obj.pose.bones) == 18  # 12 limb joints, 3 spine and 3 neck bones
+
+
+def test_a_damaged_preset_file_is_refused_with_what_is_wrong(addon, tmp_path):
+    read = addon.rig.presets.read_preset
+    cases = {
+        "not json": ("{", "not valid JSON"),
+        "other format": ('{"format": "something", "version": 1}', "not a Joint Limits preset"),
+        "no joints": ('{"format": "joint_limits_preset", "version": 1, "joints": {}}', "holds no joints"),
+        "words": ('{"format": "joint_limits_preset", "version": 1, "joints": {"knee.L": [["a", 1, 2]]}}', "other than numbers"),
+        "shape": ('{"format": "joint_limits_preset", "version": 1, "joints": {"knee.L": [[1, 2]]}}', r"\(N, 3\)"),
+        "nan": ('{"format": "joint_limits_preset", "version": 1, "joints": {"knee.L": [[NaN, 0, 0]]}}', "NaN"),
+    }
+    for name, (text, match) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            read(path)
+    with pytest.raises(ValueError, match="cannot read"):
+        read(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="no preset named 'robot'"):
+        addon.rig.presets.load_preset("robot")
