@@ -82,7 +82,7 @@ def main():
         )
 
     print(f"\nT-pose Rigify-named rig vs A-pose Mixamo-named rig with rolled bones, {args.poses} poses:")
-    print(f"{'model':<10} {'fit s':>6} {'inside':>7} {'agree':>7} {'worst joint':>12} {'whole pose':>11}")
+    print(f"{'model':<10} {'fit s':>6} {'inside':>7} {'agree':>7} {'worst joint':>26} {'whole pose':>11}")
     for model in args.models:
         bpy.ops.wm.read_homefile(use_empty=True)
         t_obj, t_sk, _ = build(hv.rigify_name, model=model)
@@ -93,17 +93,19 @@ def main():
         fit = time.perf_counter() - t0
         t_basis = poses(t_sk, preset, args.poses)
         a_basis = hv.same_pose(addon.limits, t_sk, t_basis, a_sk, rolls)
-        agree, inside = [], []
+        agree, inside, joints = [], [], []
         for i, name in enumerate(t_sk.names):
             if not t_obj.pose.bones[name].joint_limit.has_limit:
                 continue
+            joints.append(name)
             t_in = addon.api.limit(t_obj.pose.bones[name]).contains(t_basis[:, i])
             a_in = addon.api.limit(a_obj.pose.bones[a_sk.names[i]]).contains(a_basis[:, i])
             agree.append(t_in == a_in)
             inside.append(t_in)
         agree = np.array(agree)
         print(
-            f"{model:<10} {fit:>6.1f} {np.mean(inside):>7.1%} {agree.mean():>7.2%} {agree.mean(axis=1).min():>12.2%} "
+            f"{model:<10} {fit:>6.1f} {np.mean(inside):>7.1%} {agree.mean():>7.2%} "
+            f"{joints[int(np.argmin(agree.mean(axis=1)))]:>17} {agree.mean(axis=1).min():>8.2%} "
             f"{agree.all(axis=0).mean():>11.1%}"
         )
 
