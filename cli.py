@@ -64,6 +64,18 @@ def _parser():
         help="also fit the range of motion of each limb named by its middle bone (forearm, shin; its parent is the "
         "limb root) from the two bones' samples (Mukai's limb range; sampled with the limb's bones added)",
     )
+    sp.add_argument(
+        "--preset",
+        choices=("human",),
+        help="fit from a preset instead of the actions: 'human' (a full range of motion, CMU 143_21) matched to the "
+        "bones by name (Rigify, Mixamo, Unreal, CMU and other BVH names) and turned into each bone's own axes and "
+        "rest pose; bones it does not match are listed and left alone",
+    )
+    sp.add_argument(
+        "--add-data",
+        action="store_true",
+        help="with --preset: also sample the actions (--actions, default the object's action) and fit from both",
+    )
     sp.add_argument("--save", metavar="PATH", help="write the .blend here (default: overwrite the open file)")
 
     def frame_range(sp, action_help):

@@ -104,6 +104,10 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
 def cli_fit(args):
     obj = resolve_armature(args.object)
     bones = resolve_bones(obj, args.bones)
+    if args.preset:
+        return _fit_preset(obj, args)
+    if args.add_data:
+        raise ValueError("--add-data adds your samples to a preset's: it needs --preset")
     limbs = [limb_rest(obj, name) for name in args.limb or ()]  # (bad names fail before any work)
     bones += [name for limb in limbs for name in (limb.root, limb.middle) if name not in bones]
     actions = [resolve_action(obj, n) for n in args.actions] if args.actions else [resolve_action(obj)]
@@ -123,6 +127,39 @@ def cli_fit(args):
             f"fitted the limb range {limb.root} -> {limb.middle}: {len(model.params['samples'])} directions, {model.nbytes()} bytes"
         )
     if not fitted or limbs_fitted < len(limbs):
+        return 1
+    _save(args.save)
+    return 0
+
+
+def _fit_preset(obj, args):
+    """``fit --preset``: the preset's rotations (with the actions' samples, ``--add-data``) on
+    every matched bone (of ``--bones``), fitted; unmatched bones listed."""
+    from .rig.presets import apply_preset, load_preset, report_text
+
+    if args.limb:
+        raise ValueError("--limb fits from sampled actions: run it without --preset")
+    preset = load_preset(args.preset)
+    bones = resolve_bones(obj, args.bones) if args.bones else None
+    if args.add_data:
+        actions = [resolve_action(obj, n) for n in args.actions] if args.actions else [resolve_action(obj)]
+        clips = {}
+        clouds, notes, dropped = sample_rotations(
+            obj, bones or [pb.name for pb in obj.pose.bones], actions, scene=bpy.context.scene, clips=clips
+        )
+        for note in notes:
+            print(f"note: {note}")
+        if dropped:
+            print(dropped_message(dropped))
+        store_clouds(obj, clouds, clips=clips)
+    elif args.actions:
+        raise ValueError("--actions with --preset needs --add-data (the preset alone samples no action)")
+    result = apply_preset(obj, preset, bones, add_data=args.add_data, model=args.model, mode=args.mode)
+    print(report_text(obj, preset, result), end="")
+    for name, why in result.skipped.items():
+        print(f"failed: {name}: {why}")
+    if not result.fitted:
+        print(f"joint_limits: error: no bone of {obj.name} matched a joint of the preset", file=sys.stderr)
         return 1
     _save(args.save)
     return 0

@@ -6,6 +6,7 @@ reports bad input in the status bar."""
 import bpy
 
 from ._common import checked_operator
+from .apply_preset import JOINTLIMITS_OT_apply_preset
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
@@ -31,6 +32,7 @@ classes = (
     JOINTLIMITS_OT_import_bvh,
     JOINTLIMITS_OT_fit,
     JOINTLIMITS_OT_fit_limb,
+    JOINTLIMITS_OT_apply_preset,
     JOINTLIMITS_OT_clear,
     JOINTLIMITS_OT_mirror,
     JOINTLIMITS_OT_export_native,

@@ -29,6 +29,9 @@ class JOINTLIMITS_PT_limit(_SidebarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("pose.joint_limits_sample", icon="ACTION")
         row.operator("pose.joint_limits_fit", icon="MOD_MESHDEFORM")
+        row = layout.row(align=True)
+        row.operator("pose.joint_limits_apply_preset", icon="ARMATURE_DATA")
+        row.operator("pose.joint_limits_apply_preset", text="+ My Data").data = "ADD"
         pb = context.active_pose_bone
         if pb is None:
             layout.label(text="No active bone", icon="INFO")
