@@ -36,13 +36,13 @@ VERSION = 1
 
 #: Per engine, the approximations written: ``(name, swing shape, twist limited)``.
 ENGINES = {
-    "physx": (("cone", "tan_quarter", True),),
-    "unreal": (("cone", "tan_quarter", True),),
+    "physx": (("cone", "quarter_angle", True),),
+    "unreal": (("cone", "quarter_angle", True),),
     "jolt": (("cone", "sin_half", True), ("pyramid", "pyramid", True)),
     "godot": (("cone", "circle", False),),
-    "usd": (("cone", "tan_quarter", True),),
+    "usd": (("cone", "quarter_angle", True),),
     "vrm": (("cone", "circle", False),),
-    "json": (("cone", "tan_quarter", True), ("pyramid", "pyramid", True)),
+    "json": (("cone", "quarter_angle", True), ("pyramid", "pyramid", True)),
 }
 
 #: File name suffix each engine's export is written with by default.

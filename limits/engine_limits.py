@@ -33,10 +33,13 @@ point along +Y, the bone's own axis: only the cone axis is exported for them.
 
 Swing shapes (each as its engine measures it)
 --------------------------------------------
+``quarter_angle`` ellipse ``(ux / a)^2 + (uz / b)^2 <= 1`` on ``ux = 4 atan2(sx, 1 + w)`` (the
+                 angle for a swing about one axis): PhysX 4.1 and 5's ``PxJointLimitCone``
+                 (``Cm::ConeLimitHelperTanLess``), so also Unreal's physics assets (built on
+                 PhysX; UE5's Chaos has its own solver, not modelled) and Omniverse's USD
+                 Physics
 ``tan_quarter``  ellipse ``(tx / tan(a / 4))^2 + (tz / tan(b / 4))^2 <= 1`` on the tangents of
-                 the quarter swing angles, ``tx = sx / (1 + w)``: PhysX's ``PxJointLimitCone``
-                 (and Unreal's physics assets, built on it; UE5's Chaos measures the ellipse
-                 in swing angles, which differs from this near the boundary of a flat ellipse)
+                 the quarter angles, ``tx = sx / (1 + w)``: PhysX 3's ``ConeLimitHelper``
 ``sin_half``     ellipse on the swing quaternion's components, semi-axes ``sin(a / 2)``:
                  Jolt's ``SwingTwistConstraint`` with ``ESwingType::Cone``
 ``pyramid``      ``|2 atan2(sx, w)| <= a`` and ``|2 atan2(sz, w)| <= b`` independently: Jolt's
@@ -87,7 +90,7 @@ TARGET_SHARE = 0.99
 DEFAULT_BREAK_MARGIN_DEG = 10.0
 
 #: Swing shapes, as their engines measure them (see the module docstring).
-SWING_SHAPES = ("tan_quarter", "sin_half", "pyramid", "circle")
+SWING_SHAPES = ("quarter_angle", "tan_quarter", "sin_half", "pyramid", "circle")
 
 #: Engine joint axes in the bone's axes: engine X (twist) = bone Y, engine Y = bone Z,
 #: engine Z = bone X, as a quaternion ``(w, x, y, z)`` (apply to an engine-axis vector to get
@@ -129,7 +132,10 @@ def joint_swing_twist(q, frame, twist_offset):
 
 def swing_coordinates(sx, sz, w, shape):
     """The swing's coordinates ``(u, v)`` in ``shape``'s measure (about the frame's X and Z):
-    quarter-angle tangents, quaternion components, or angles (pyramid, circle)."""
+    angles from the quarter-angle tangents, the tangents, quaternion components, or angles
+    (pyramid, circle)."""
+    if shape == "quarter_angle":
+        return 4.0 * np.arctan2(sx, 1.0 + w), 4.0 * np.arctan2(sz, 1.0 + w)
     if shape == "tan_quarter":
         return sx / (1.0 + w), sz / (1.0 + w)
     if shape == "sin_half":
@@ -292,7 +298,7 @@ def accepted_samples(rotations, limit=None):
     return q[inside] if inside.any() else q
 
 
-def fit_swing_twist(rotations, shape="tan_quarter", limit=None, target=TARGET_SHARE, twist=True):
+def fit_swing_twist(rotations, shape="quarter_angle", limit=None, target=TARGET_SHARE, twist=True):
     """The :class:`SwingTwistRegion` of ``shape`` for a bone's local rotations ``rotations
     (N, 4)``, holding at least ``target`` of the samples ``limit`` accepts (see the fit rule);
     ``twist=False`` leaves the twist free (a cone alone: Godot, VRM)."""

@@ -72,30 +72,34 @@ def test_volume_of_the_fitted_cone_is_the_analytic_cone_volume():
     assert with_limit.volume_ratio == pytest.approx(fitted / with_limit.limit_volume)
 
 
-@pytest.mark.parametrize(
-    "shape, measure",
-    [("tan_quarter", lambda a: math.tan(a / 4)), ("sin_half", lambda a: math.sin(a / 2)), ("pyramid", lambda a: a)],
-)
-def test_each_swing_shape_measures_a_swing_as_its_engine_does(shape, measure):
-    """On a frame axis the limit is the angle; on the diagonal the ellipse (PhysX: quarter-angle
-    tangents, Jolt cone: quaternion components) and Jolt's pyramid (each half angle alone) differ."""
+def _swing_at(shape, u, v):
+    """The swing quaternion ``(w, sx, 0, sz)`` whose coordinates in ``shape``'s measure are
+    ``(u, v)``, built from each engine's formula the other way round."""
+    if shape in ("quarter_angle", "tan_quarter"):
+        tx, tz = (math.tan(u / 4), math.tan(v / 4)) if shape == "quarter_angle" else (u, v)
+        n = 1 + tx * tx + tz * tz  # quaternion from the tangents of the quarter angles
+        return np.array([(2 - n) / n, 2 * tx / n, 0.0, 2 * tz / n])
+    if shape == "sin_half":
+        return np.array([math.sqrt(1 - u * u - v * v), u, 0.0, v])
+    tx, tz = math.tan(u / 2), math.tan(v / 2)  # pyramid: half angles atan2(s, w)
+    w = 1 / math.sqrt(1 + tx * tx + tz * tz)
+    return np.array([w, tx * w, 0.0, tz * w])
+
+
+@pytest.mark.parametrize("shape", ["quarter_angle", "tan_quarter", "sin_half", "pyramid"])
+def test_each_swing_shape_measures_a_swing_as_its_engine_does(shape):
+    """On a frame axis the limit is the angle; on the diagonal the ellipses (PhysX 5: angles from
+    the quarter-angle tangents, PhysX 3: the tangents, Jolt's cone: quaternion components) and
+    Jolt's pyramid (each half angle alone) differ."""
     region = el.SwingTwistRegion([1.0, 0, 0, 0], 0.0, [0.6, 0.3], [-0.2, 0.2], shape)
     for axis, limit in (([1.0, 0, 0], 0.6), ([0, 0, 1.0], 0.3)):
         assert region.contains(_about(axis, [limit - 1e-6, -(limit - 1e-6)])).all()
         assert not region.contains(_about(axis, [limit + 1e-6, -(limit + 1e-6)])).any()
-    # a swing about the diagonal direction whose two components sit at 0.8 of their limits
-    a, b = 0.8 * measure(0.6), 0.8 * measure(0.3)
-    if shape == "tan_quarter":
-        sx, sz = (2 * a / (1 + a * a + b * b), 2 * b / (1 + a * a + b * b))  # tan-quarter to quaternion
-        w = math.sqrt(1 - sx * sx - sz * sz)
-    elif shape == "sin_half":
-        sx, sz, w = a, b, math.sqrt(1 - a * a - b * b)
-    else:  # half angles atan2(s, w) at 0.8 of the limits
-        tx, tz = math.tan(a / 2), math.tan(b / 2)
-        w = 1 / math.sqrt(1 + tx * tx + tz * tz)
-        sx, sz = tx * w, tz * w
-    inside = region.contains(np.array([w, sx, 0.0, sz]))
-    assert inside == (shape == "pyramid")  # 0.8^2 + 0.8^2 > 1 outside an ellipse
+    a, b = (el.angle_to_measure(angle, shape) for angle in (0.6, 0.3))
+    for scale, ellipse_inside in ((0.7, True), (0.8, False)):  # 2 * 0.7^2 < 1 < 2 * 0.8^2
+        swing = _swing_at(shape, scale * a, scale * b)
+        np.testing.assert_allclose(el.swing_coordinates(swing[1], swing[3], swing[0], shape), (scale * a, scale * b), atol=1e-12)
+        assert region.contains(swing) == (ellipse_inside or shape == "pyramid")
     assert not region.contains(_about([0, 1.0, 0], [0.25]))  # twist beyond 0.2
 
 
@@ -103,7 +107,7 @@ def test_an_ellipse_follows_the_samples_spread_and_engines_name_its_axes():
     rng = np.random.default_rng(4)
     swing = np.stack((rng.uniform(-0.7, 0.7, 2000), np.zeros(2000), rng.uniform(-0.2, 0.2, 2000)), axis=-1)
     samples = q_lib.quaternion_from_exp_map(swing)
-    region = el.fit_swing_twist(samples, "tan_quarter")
+    region = el.fit_swing_twist(samples, "quarter_angle")
     wide, narrow = sorted(region.swing)[::-1]
     assert wide > 0.6 and narrow < 0.35
     # the frame's X is the wide axis (the principal axis comes first), up to its sign
