@@ -59,7 +59,7 @@ shape and twist; for the pyramid each swing axis and twist), each part leaving o
 share, so the whole accepts at least ``target`` (a union bound). An ellipse keeps the ratio of
 the samples' spread along its axes and is scaled to hold its share.
 
-Bullet (Blender's rigid body *Generic* constraint) limits Euler angles instead, in its own order
+Bullet (Blender's rigid body *Generic* constraint) limits Euler angles instead, in its own reading
 (:func:`bullet_euler_from_quaternion`): :class:`EulerRegion` is that box, fitted the same way.
 """
 
@@ -335,10 +335,15 @@ def fit_swing_twist(rotations, shape="quarter_angle", limit=None, target=TARGET_
 
 # -- Bullet (Blender's rigid body Generic constraint) -------------------------------------------
 def bullet_euler_from_quaternion(q):
-    """Bullet's ``btGeneric6DofConstraint`` angles ``(..., 3)`` (radians, indexed X, Y, Z) of
-    rotations ``q (..., 4)``: ``R = Rx(x) Ry(y) Rz(z)`` (Blender's Euler order ``'ZYX'``), the
-    branch with ``y`` in ``[-pi/2, pi/2]`` (``matrixToEulerXYZ``)."""
-    m = matrix_from_quaternion(q)
+    """The angles ``(..., 3)`` (radians, indexed X, Y, Z) Bullet's ``btGeneric6DofConstraint``
+    (Blender's *Generic* rigid body constraint) limits, for joint rotations ``q (..., 4)``.
+
+    Bullet reads the frames' relative rotation ``R`` with ``matrixToEulerXYZ``, which indexes the
+    matrix column first: its angles are those of ``R^-1 = Rx(x) Ry(y) Rz(z)``, so
+    ``R = Rz(-z) Ry(-y) Rx(-x)`` (Blender's ``'XYZ'`` Euler of ``R``, negated), the branch with
+    ``y`` in ``[-pi/2, pi/2]``. Measured in Blender: a body held by asymmetric limits comes to
+    rest on them in this reading (tests/test_blender_engine_export.py)."""
+    m = np.swapaxes(matrix_from_quaternion(q), -1, -2)  # R^-1
     y = np.arcsin(np.clip(m[..., 0, 2], -1.0, 1.0))
     regular = np.abs(m[..., 0, 2]) < 1.0 - 1e-12
     x = np.where(regular, np.arctan2(-m[..., 1, 2], m[..., 2, 2]), np.arctan2(m[..., 2, 1], m[..., 1, 1]))

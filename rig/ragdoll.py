@@ -8,8 +8,14 @@ body's centre of mass for Blender) halfway along the bone (the constraint
 frames are taken at the rest pose, so the joint rotation Bullet measures is the bone's local
 rotation). A limited bone with a parent gets an active body and a Generic constraint to its
 parent's body: an empty at the bone's head with the bone's rest axes, angular limits from
-:func:`..limits.engine_limits.fit_euler` (Bullet measures Euler angles ``R = Rx Ry Rz``, which
-is what it clamps), linear axes locked. Other bodies are passive (they hold the chain).
+:func:`..limits.engine_limits.fit_euler` (Bullet clamps Euler angles of the joint rotation,
+read as :func:`..limits.engine_limits.bullet_euler_from_quaternion` does), linear axes locked.
+Other bodies are passive (they hold the chain). Boxes are 0.8 of their bone long, so the boxes
+of bones meeting at a joint (siblings, which no constraint excuses from colliding) do not
+overlap at the rest pose, and a rigid body world the build creates solves constraints in 50
+iterations (Blender's default 10): on the demo humanoid hanging from its hips for 120 frames
+the worst joint left its limits by 44 degrees with full-length boxes and 10 iterations, by
+8.6 degrees (the spine, holding the whole upper body) like this.
 Everything goes into the collection ``<armature> Ragdoll``; building again replaces what the
 last build made there. Kelly's break margin is kept on each constraint empty as the custom
 property ``joint_limits_break_margin_deg`` (Blender's breaking threshold is an impulse, not an
@@ -29,6 +35,13 @@ from .storage import read_cloud, read_limit
 
 #: Box cross-section over the bone's length.
 WIDTH_RATIO = 0.2
+
+#: Box length over the bone's length: a gap at each end keeps the boxes of bones that meet at a
+#: joint (siblings, which no constraint excuses from colliding) apart at the rest pose.
+LENGTH_RATIO = 0.8
+
+#: Constraint solver iterations of a rigid body world the ragdoll creates (Blender's default is 10).
+SOLVER_ITERATIONS = 50
 
 #: Custom property of a constraint empty: Kelly's break margin (degrees).
 PROP_BREAK_MARGIN = "joint_limits_break_margin_deg"
@@ -68,7 +81,7 @@ def _box_mesh(name, length):
     for vert in bm.verts:  # x, z across; y along the bone, centred on the origin (the centre of mass)
         vert.co.x *= width
         vert.co.z *= width
-        vert.co.y *= length
+        vert.co.y *= LENGTH_RATIO * length
     bm.to_mesh(mesh)
     bm.free()
     return mesh
@@ -78,6 +91,7 @@ def _rigid_body_world(scene):
     if scene.rigidbody_world is None:
         with bpy.context.temp_override(scene=scene):
             bpy.ops.rigidbody.world_add()
+        scene.rigidbody_world.solver_iterations = SOLVER_ITERATIONS
     world = scene.rigidbody_world
     if world.collection is None:
         world.collection = bpy.data.collections.new("RigidBodyWorld")

@@ -135,3 +135,66 @@ def test_building_again_replaces_the_ragdoll_and_undo_removes_it(clean_file, add
     bpy.ops.ed.undo()
     bpy.ops.ed.undo()
     assert "Rig lower body" not in bpy.data.objects and "Rig lower joint" not in bpy.data.objects
+
+
+def _two_boxes_held_by_a_generic_constraint(limits):
+    """A passive box and an active one beside it along +Y, joined at the origin by a Generic
+    rigid body constraint with angular ``limits`` ``{axis: (lower, upper)}`` (radians)."""
+    import bmesh
+
+    scene = bpy.context.scene
+    with bpy.context.temp_override(scene=scene):
+        bpy.ops.rigidbody.world_add()
+    world = scene.rigidbody_world
+    world.solver_iterations = 50
+    world.collection = bpy.data.collections.new("RigidBodyWorld")
+    world.constraints = bpy.data.collections.new("RigidBodyConstraints")
+    boxes = []
+    for name, y in (("A", -0.5), ("B", 0.5)):
+        mesh = bpy.data.meshes.new(name)
+        bm = bmesh.new()
+        bmesh.ops.create_cube(bm, size=1.0)
+        bmesh.ops.scale(bm, vec=(0.2, 1.0, 0.2), verts=bm.verts)
+        bm.to_mesh(mesh)
+        bm.free()
+        box = bpy.data.objects.new(name, mesh)
+        box.location = (0.0, y, 0.0)
+        scene.collection.objects.link(box)
+        world.collection.objects.link(box)
+        boxes.append(box)
+    boxes[0].rigid_body.type = "PASSIVE"
+    boxes[1].rigid_body.angular_damping = 0.5
+    joint = bpy.data.objects.new("joint", None)
+    scene.collection.objects.link(joint)
+    world.constraints.objects.link(joint)
+    con = joint.rigid_body_constraint
+    con.type, con.object1, con.object2 = "GENERIC", boxes[0], boxes[1]
+    for axis, (lower, upper) in limits.items():
+        setattr(con, f"use_limit_ang_{axis}", True)
+        setattr(con, f"limit_ang_{axis}_lower", lower)
+        setattr(con, f"limit_ang_{axis}_upper", upper)
+        setattr(con, f"use_limit_lin_{axis}", True)
+        setattr(con, f"limit_lin_{axis}_lower", 0.0)
+        setattr(con, f"limit_lin_{axis}_upper", 0.0)
+    return boxes
+
+
+def test_bullet_limits_the_angles_bullet_euler_from_quaternion_reads(clean_file, addon):
+    """Asymmetric limits, gravity pulling three ways: the box comes to rest on its limits as
+    :func:`bullet_euler_from_quaternion` reads the joint rotation (R = Rz(-z) Ry(-y) Rx(-x)),
+    which a plain Rx Ry Rz reading of the same rotation would put outside them."""
+    el = addon.limits.engine_limits
+    limits = {"x": (-0.5, 0.1), "y": (-0.15, 0.05), "z": (-0.2, 0.35)}
+    lower, upper = (np.array([limits[a][i] for a in "xyz"]) for i in (0, 1))
+    a, b = _two_boxes_held_by_a_generic_constraint(limits)
+    scene = bpy.context.scene
+    for gravity in ((6.0, 0.0, -6.0), (-6.0, 3.0, -6.0), (5.0, -5.0, 5.0)):
+        scene.gravity = gravity
+        scene.rigidbody_world.point_cache.frame_start = 1  # (a fresh simulation)
+        for frame in range(1, 61):
+            scene.frame_set(frame)
+        rel = np.array((a.matrix_world.to_3x3().inverted() @ b.matrix_world.to_3x3()).to_quaternion())
+        angles = el.bullet_euler_from_quaternion(rel)
+        assert np.all(angles >= lower - 0.02) and np.all(angles <= upper + 0.02), (gravity, angles)
+        on_bound = np.minimum(np.abs(angles - lower), np.abs(angles - upper)) < 0.02
+        assert on_bound.sum() >= 2, (gravity, angles)  # held by the limits, not hanging free

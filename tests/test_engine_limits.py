@@ -141,10 +141,13 @@ def test_the_fit_keeps_to_the_samples_the_learned_limit_accepts():
     assert plain.swing[0] > 1.0 > kept.swing[0]
 
 
-def test_bullet_angles_are_rx_ry_rz_and_the_euler_box_holds_its_share():
+def test_bullet_angles_are_those_of_the_inverse_as_rx_ry_rz_and_the_euler_box_holds_its_share():
     rng = np.random.default_rng(2)
     angles = rng.uniform([-3.0, -1.5, -3.0], [3.0, 1.5, 3.0], size=(500, 3))
-    rotations = q_lib.quaternion_from_euler(angles, "ZYX")  # Blender 'ZYX': R = Rx Ry Rz
+    inverse = q_lib.quaternion_from_euler(angles, "ZYX")  # Blender 'ZYX': Rx Ry Rz
+    np.testing.assert_allclose(el.bullet_euler_from_quaternion(q_lib.quaternion_conjugate(inverse)), angles, atol=1e-9)
+    # the same as Blender's 'XYZ' Euler angles negated
+    rotations = q_lib.quaternion_from_euler(-angles, "XYZ")
     np.testing.assert_allclose(el.bullet_euler_from_quaternion(rotations), angles, atol=1e-9)
     samples, _ = _cone_samples(2000, 0.5, 0.3)
     box = el.fit_euler(samples)
