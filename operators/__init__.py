@@ -9,7 +9,7 @@ from ._common import checked_operator
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
-from .export_engine import JOINTLIMITS_OT_export_engine
+from .export_engine import JOINTLIMITS_OT_export_engine, menu_export
 from .export_ik_limits import JOINTLIMITS_OT_export_ik_limits
 from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
@@ -59,8 +59,10 @@ classes = (
 def register():
     for cls in classes:
         bpy.utils.register_class(checked_operator(cls))
+    bpy.types.TOPBAR_MT_file_export.append(menu_export)
 
 
 def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

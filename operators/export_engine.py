@@ -80,3 +80,8 @@ class JOINTLIMITS_OT_export_engine(bpy.types.Operator, ExportHelper):
             skipped,
         )
         return {"FINISHED"}
+
+
+def menu_export(self, context):
+    """File > Export entry."""
+    self.layout.operator(JOINTLIMITS_OT_export_engine.bl_idname, text="Joint Limits for Engines (.json, .usda)")

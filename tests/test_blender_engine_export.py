@@ -36,6 +36,11 @@ def test_the_operator_writes_one_file_with_each_bones_approximation_and_fidelity
     assert "lower pyramid: accepts" in bpy.data.texts["Joint Limits Engine Export"].as_string()
 
 
+def test_the_export_is_in_the_file_export_menu(addon):
+    draw = bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert addon.operators.export_engine.menu_export in draw
+
+
 def test_usd_is_written_as_a_usda_layer(clean_file, addon, tmp_path):
     fitted_rig(addon)
     path = tmp_path / "rig.json"
