@@ -2,8 +2,9 @@
 """A small JSON Schema validator for the subset the project's schemas use (tests only; the
 extension never validates against a schema at run time, and adds no dependency for it).
 
-Keywords: ``$ref`` (to ``#/$defs/...``), ``type``, ``const``, ``enum``, ``properties``,
-``required``, ``additionalProperties`` (a boolean), ``items``, ``minimum``, ``maximum``,
+Keywords: ``$ref`` (to ``#/$defs/...``, or to another schema by file name, given in
+``schemas``), ``type``, ``const``, ``enum``, ``properties``, ``required``,
+``additionalProperties`` (a boolean or a schema), ``items``, ``minimum``, ``maximum``,
 ``pattern``, ``oneOf``, ``allOf``; annotations ``$schema``, ``$id``, ``$defs``, ``title``,
 ``description``. Any other keyword is an error, so a schema cannot use more than is checked.
 """
@@ -53,17 +54,22 @@ def _equal(a, b):
     return a == b
 
 
-def validate(instance, schema, root=None, path="$"):
-    """Raise :class:`SchemaError` unless ``instance`` matches ``schema``."""
+def validate(instance, schema, root=None, path="$", schemas=None):
+    """Raise :class:`SchemaError` unless ``instance`` matches ``schema``; ``schemas`` maps file
+    names to the other schemas ``$ref`` may name."""
     root = schema if root is None else root
+    schemas = schemas or {}
     unknown = set(schema) - KEYWORDS - ANNOTATIONS
     if unknown:
         raise SchemaError(f"{path}: schema uses keywords outside the checked subset: {sorted(unknown)}")
     if "$ref" in schema:
         ref = schema["$ref"]
-        if not ref.startswith("#/$defs/"):
-            raise SchemaError(f"{path}: only local '#/$defs/' references are supported, got {ref!r}")
-        validate(instance, root["$defs"][ref[len("#/$defs/") :]], root, path)
+        if ref in schemas:
+            validate(instance, schemas[ref], schemas[ref], path, schemas)
+        elif ref.startswith("#/$defs/"):
+            validate(instance, root["$defs"][ref[len("#/$defs/") :]], root, path, schemas)
+        else:
+            raise SchemaError(f"{path}: $ref {ref!r} is neither '#/$defs/...' nor a schema given")
     if "type" in schema and not TYPES[schema["type"]](instance):
         raise SchemaError(f"{path}: expected {schema['type']}, got {type(instance).__name__}")
     if "const" in schema and not _equal(instance, schema["const"]):
@@ -82,21 +88,24 @@ def validate(instance, schema, root=None, path="$"):
             if name not in instance:
                 raise SchemaError(f"{path}: missing {name!r}")
         properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
         for name, value in instance.items():
             if name in properties:
-                validate(value, properties[name], root, f"{path}.{name}")
-            elif schema.get("additionalProperties", True) is False:
+                validate(value, properties[name], root, f"{path}.{name}", schemas)
+            elif extra is False:
                 raise SchemaError(f"{path}: unexpected {name!r}")
+            elif isinstance(extra, dict):
+                validate(value, extra, root, f"{path}.{name}", schemas)
     if isinstance(instance, list) and "items" in schema:
         for i, value in enumerate(instance):
-            validate(value, schema["items"], root, f"{path}[{i}]")
+            validate(value, schema["items"], root, f"{path}[{i}]", schemas)
     for sub in schema.get("allOf", ()):
-        validate(instance, sub, root, path)
+        validate(instance, sub, root, path, schemas)
     if "oneOf" in schema:
         errors, matched = [], 0
         for sub in schema["oneOf"]:
             try:
-                validate(instance, sub, root, path)
+                validate(instance, sub, root, path, schemas)
                 matched += 1
             except SchemaError as err:
                 errors.append(str(err))

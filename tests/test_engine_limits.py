@@ -20,7 +20,9 @@ from limits.model import model_class, model_kinds
 from limits.serialize import limit_from_json, limit_to_json
 from limits.swing_twist import rotation_from_direction_twist
 
-SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "limits" / "schema" / "joint_limit.schema.json").read_text())
+SCHEMAS = Path(__file__).resolve().parent.parent / "limits" / "schema"
+SCHEMA = json.loads((SCHEMAS / "joint_limit.schema.json").read_text())
+EXPORT_SCHEMA = json.loads((SCHEMAS / "engine_export.schema.json").read_text())
 SHAPE_KINDS = ("box", "oriented_box", "ellipsoid", "kdop")
 
 
@@ -183,6 +185,7 @@ def test_json_exports_read_back_with_the_same_numbers(engine, cone_bone):
     data = ee.rig_export(engine, "Rig", [cone_bone], count=2000)
     back = ee.read_export(ee.export_text(data))
     assert back == json.loads(json.dumps(data))  # every number bit for bit
+    validate(back, EXPORT_SCHEMA, schemas={"joint_limit.schema.json": SCHEMA})
     entry = back["bones"][0]
     assert entry["bone"] == "upper.L" and entry["parent"] == "root"
     assert entry["break_margin_deg"] == el.DEFAULT_BREAK_MARGIN_DEG
@@ -332,6 +335,7 @@ def test_every_kind_exports_to_an_engine(fitted_kinds):
     cloud, limits = fitted_kinds
     bones = [_bone(limit, cloud, name=f"{kind}_{mode}") for (kind, mode), limit in limits.items()]
     data = ee.rig_export("json", "Rig", bones, count=1000)
+    validate(json.loads(ee.export_text(data)), EXPORT_SCHEMA, schemas={"joint_limit.schema.json": SCHEMA})
     for entry, limit in zip(data["bones"], limits.values()):
         assert entry["approximations"]["cone"]["fidelity"]["limit_volume"] > 0
         back = limit_from_json(json.dumps(entry["limit"]))  # the learned limit travels whole in JSON exports
