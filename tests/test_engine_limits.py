@@ -2,6 +2,7 @@
 """Engine approximations (limits/engine_limits.py), their files (limits/engine_export.py), the
 shared fidelity (limits/fidelity.py) and the limit file's JSON schema: pure numpy."""
 
+import base64
 import json
 import math
 import re
@@ -311,6 +312,21 @@ def test_every_kind_written_by_serialize_matches_the_schema(fitted_kinds):
     for limit in limits.values():
         validate(json.loads(limit_to_json(limit)), SCHEMA)  # raises SchemaError naming the path
     assert len(limits) == 12
+
+
+def test_files_of_earlier_versions_still_match_the_schema(fitted_kinds):
+    """Earlier versions wrote large arrays as plain base64 ('__base64__'); they are still read,
+    and the schema still describes them."""
+    limit = fitted_kinds[1][("sdf_grid", None)]
+    data = json.loads(limit_to_json(limit))
+    phi = np.asarray(limit.model.params["phi"], dtype="<f4")
+    data["model"]["params"]["phi"] = {
+        "__base64__": base64.b64encode(phi.tobytes()).decode("ascii"),
+        "shape": list(phi.shape),
+        "dtype": "<f4",
+    }
+    validate(data, SCHEMA)
+    np.testing.assert_array_equal(limit_from_json(json.dumps(data)).model.params["phi"], limit.model.params["phi"])
 
 
 @pytest.mark.parametrize(
