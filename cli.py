@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Headless use: ``blender -b rig.blend -c joint_limits fit|bake|report|demo ...``.
+"""Headless use: ``blender -b rig.blend -c joint_limits fit|bake|report|export|demo ...``.
 
 The callback is a plain function (:func:`main`) that tests call directly, because the PyPI
 ``bpy`` module cannot dispatch ``-c``. It returns 0 on success and prints a message and
@@ -29,7 +29,7 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="model kinds (fit --model):\n" + "\n".join(f"  {kind:<20} {description}" for kind, _, description in kinds),
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="{fit,bake,report,batch,demo}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{fit,bake,report,batch,export,demo}")
 
     def command(name, summary, description):
         return sub.add_parser(name, help=summary, description=description)
@@ -123,6 +123,34 @@ def _parser():
         help="limit model kind for batch fit (default: auto)",
     )
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default: 1, in this process)")
+
+    from .limits.engine_export import ENGINES
+    from .limits.engine_limits import DEFAULT_BREAK_MARGIN_DEG, TARGET_SHARE
+
+    sp = command(
+        "export",
+        "write the rig's limits for a game or physics engine (one file)",
+        "Fit each sampled bone's engine limits (PhysX D6 cone and twist, Unreal Swing1/Swing2/Twist, Jolt "
+        "SwingTwist cone and pyramid, Godot JointLimitationCone3D, USD Physics spherical joints as .usda, the VRM "
+        "spring-bone limit draft, or Joint Limits JSON with every approximation and the learned limit) and write "
+        "one file: per bone the engine's parameters in its units and axes, how faithful they are (share of the "
+        "samples accepted, volume against the learned limit), the break margin and the rest frame.",
+    )
+    common(sp)
+    sp.add_argument("--format", required=True, choices=list(ENGINES), help="engine: " + ", ".join(ENGINES))
+    sp.add_argument("--output", required=True, metavar="FILE", help="file to write (.json, or .usda for usd)")
+    sp.add_argument(
+        "--target",
+        type=float,
+        default=TARGET_SHARE,
+        help=f"share of the samples the learned limit accepts that each approximation accepts (default {TARGET_SHARE})",
+    )
+    sp.add_argument(
+        "--break-margin",
+        type=float,
+        metavar="DEG",
+        help=f"degrees beyond the limit before a joint breaks, for every bone (default: the model's, else {DEFAULT_BREAK_MARGIN_DEG:g})",
+    )
 
     sp = command(
         "demo",

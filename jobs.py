@@ -205,6 +205,22 @@ def cli_batch(args):
     return 1 if summary["clips_failed"] else 0
 
 
+def cli_export(args):
+    from .rig.engine_export import report_lines, rig_export, write_export
+
+    obj = resolve_armature(args.object)
+    bones = resolve_bones(obj, args.bones)
+    skipped = SkippedBones()
+    data = rig_export(obj, bones, args.format, args.target, args.break_margin, skipped)
+    path = write_export(args.output, data)
+    for line in report_lines(data):
+        print(line)
+    for name, why in skipped.items():
+        print(f"skipped: {name}: {why}")
+    print(f"exported {len(data['bones'])} bones of {obj.name} for {args.format} to {path}")
+    return 0
+
+
 def cli_demo(args):
     from .demo import run_demo
 

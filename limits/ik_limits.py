@@ -38,6 +38,7 @@ import numpy as np
 
 from .checks import check_padding
 from .constants import EPS
+from .fidelity import VOLUME_ROTATIONS, VOLUME_SEED, fidelity, rotation_ball_share  # noqa: F401 (rotation_ball_share: kept importable here)
 from .quaternion import as_quaternions, check_finite, quaternion_normalize
 
 AXES = "XYZ"
@@ -50,18 +51,7 @@ LOCK_SPREAD = math.radians(0.1)
 #: storage and the locked axes' spread below :data:`LOCK_SPREAD` count as inside.
 SAMPLE_TOLERANCE = LOCK_SPREAD
 
-#: Random rotations of the volume estimate. Limits hold a few percent of all rotations at most,
-#: so the draws are uniform (Haar) in a ball of rotations around the rest pose that holds both
-#: shapes, and the ball's own share of all rotations, ``(r - sin r) / pi`` for a radius of
-#: ``r`` radians, scales the result. A volume filling a share ``p`` of the ball has the
-#: relative standard error ``sqrt((1 - p) / (VOLUME_ROTATIONS p))``: at most 1% for ``p >= 0.1``.
-VOLUME_ROTATIONS = 100_000
-
-#: A shape accepting draws this close to the ball's surface (share of the radius) may reach out
-#: of it: the ball doubles (up to all rotations) and the draws are made again.
-BALL_MARGIN = 0.9
-
-VOLUME_SEED = 12
+# (the volume estimate's draws, ball and seed are :mod:`.fidelity`'s, shared by every export)
 
 
 def ik_angles_from_quaternion(q):
@@ -218,7 +208,7 @@ class IkFidelity:
     """How faithful IK limits are. ``sample_share``: share of the bone's samples they accept
     (within :data:`SAMPLE_TOLERANCE`); ``box_volume`` and ``limit_volume``: shares of uniformly
     random rotations accepted by the IK limits and by the learned limit (``None`` without
-    one), from :data:`VOLUME_ROTATIONS` seeded draws; ``widened``: :meth:`IkLimits.widened`;
+    one), from :data:`.fidelity.VOLUME_ROTATIONS` seeded draws; ``widened``: :meth:`IkLimits.widened`;
     ``locked``: the locked axes' names (a locked axis leaves a volume of 0)."""
 
     samples: int
@@ -254,25 +244,6 @@ class IkFidelity:
         return "; ".join(parts)
 
 
-def rotation_ball_share(radius):
-    """Share of all rotations within ``radius`` radians of one rotation (Haar measure)."""
-    radius = min(float(radius), np.pi)
-    return (radius - math.sin(radius)) / np.pi
-
-
-def rotations_in_ball(count, radius, rng):
-    """``count`` rotations ``(count, 4)`` uniform (Haar) among those within ``radius`` radians
-    of the identity: uniform axes, angles by the inverse of the CDF ``t - sin t``."""
-    radius = min(float(radius), np.pi)
-    t = np.linspace(0.0, radius, 4097)
-    cdf = t - np.sin(t)
-    angles = np.interp(rng.uniform(0.0, cdf[-1], count), cdf, t)
-    axes = rng.normal(size=(count, 3))
-    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
-    half = 0.5 * angles[:, None]
-    return np.concatenate((np.cos(half), np.sin(half) * axes), axis=-1)
-
-
 def ik_fidelity(ik, rotations, limit=None, count=VOLUME_ROTATIONS, seed=VOLUME_SEED):
     """:class:`IkFidelity` of ``ik`` (:class:`IkLimits`) for the local rotations ``rotations
     (N, 4)`` it was fitted to and, when given, the learned ``limit`` (anything with
@@ -280,27 +251,14 @@ def ik_fidelity(ik, rotations, limit=None, count=VOLUME_ROTATIONS, seed=VOLUME_S
     :class:`~.joint.JointLimit`).
 
     The volumes are shares of all rotations, estimated from ``count`` draws with ``seed`` (the
-    same draws for both shapes) in a ball around the rest pose (see :data:`VOLUME_ROTATIONS`),
-    first just wider than the samples' largest angle."""
-    q = as_quaternions(rotations, "rotation cloud")
-    if q.ndim != 2 or len(q) == 0:
-        raise ValueError(f"the rotation cloud is empty or not (N, 4): shape {q.shape}")
-    largest = float(np.max(2.0 * np.arccos(np.clip(np.abs(quaternion_normalize(q)[:, 0]), 0.0, 1.0))))
-    radius = min(np.pi, 1.5 * largest + 0.2)
-    while True:
-        probes = rotations_in_ball(int(count), radius, np.random.default_rng(seed))
-        box = ik.contains(probes)
-        learned = np.zeros(len(probes), dtype=bool) if limit is None else np.asarray(limit.contains(probes), dtype=bool)
-        angle = 2.0 * np.arccos(np.clip(np.abs(probes[:, 0]), 0.0, 1.0))
-        if radius >= np.pi or not np.any((box | learned) & (angle > BALL_MARGIN * radius)):
-            break
-        radius = min(np.pi, 2.0 * radius)
-    ball = rotation_ball_share(radius)
+    same draws for both shapes) in a ball around the rest pose, first just wider than the
+    samples' largest angle (:func:`.fidelity.fidelity`, the measure every export reports)."""
+    shared = fidelity(ik, rotations, limit, SAMPLE_TOLERANCE, count, seed)
     return IkFidelity(
-        samples=len(q),
-        sample_share=float(np.mean(ik.contains(q, SAMPLE_TOLERANCE))),
-        box_volume=ball * float(np.mean(box)),
-        limit_volume=None if limit is None else ball * float(np.mean(learned)),
+        samples=shared.samples,
+        sample_share=shared.sample_share,
+        box_volume=shared.volume,
+        limit_volume=shared.limit_volume,
         widened=ik.widened(),
         locked=tuple(axis for axis, locked in zip(AXES, ik.locked) if locked),
     )

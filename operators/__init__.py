@@ -10,6 +10,7 @@ from .apply_preset import JOINTLIMITS_OT_apply_preset
 from .bake import JOINTLIMITS_OT_bake
 from .clear import JOINTLIMITS_OT_clear
 from .enforce import JOINTLIMITS_OT_enforce
+from .export_engine import JOINTLIMITS_OT_export_engine, menu_export
 from .export_ik_limits import JOINTLIMITS_OT_export_ik_limits
 from .export_native import JOINTLIMITS_OT_export_native
 from .fit import JOINTLIMITS_OT_fit
@@ -19,6 +20,7 @@ from .limit_file import JOINTLIMITS_OT_load_file, JOINTLIMITS_OT_save_file
 from .metaball import JOINTLIMITS_OT_metaball_export, JOINTLIMITS_OT_metaball_rebuild
 from .mirror import JOINTLIMITS_OT_mirror
 from .paint_limits import classes as paint_classes
+from .ragdoll import JOINTLIMITS_OT_ragdoll
 from .report import JOINTLIMITS_OT_report
 from .sample import JOINTLIMITS_OT_sample
 from .sculpt import JOINTLIMITS_OT_sculpt_export, JOINTLIMITS_OT_sculpt_rebuild
@@ -37,6 +39,8 @@ classes = (
     JOINTLIMITS_OT_mirror,
     JOINTLIMITS_OT_export_native,
     JOINTLIMITS_OT_export_ik_limits,
+    JOINTLIMITS_OT_export_engine,
+    JOINTLIMITS_OT_ragdoll,
     JOINTLIMITS_OT_enforce,
     JOINTLIMITS_OT_bake,
     JOINTLIMITS_OT_report,
@@ -57,8 +61,10 @@ classes = (
 def register():
     for cls in classes:
         bpy.utils.register_class(checked_operator(cls))
+    bpy.types.TOPBAR_MT_file_export.append(menu_export)
 
 
 def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
