@@ -31,10 +31,14 @@ Shapes: ``q (T, ..., 4)`` in frame order; the middle axes broadcast against a st
 bone axes the way ``project`` does. Rotations are unit ``(w, x, y, z)``; either cover.
 """
 
+import bisect
+
 import numpy as np
 
 from .quaternion import quaternion_angle, quaternion_toward, slerp
 
+#: Frames projected at a time as a motion is advanced (:class:`Motion`).
+CHUNK_FRAMES = 32
 #: Radians the limited pose may move in a frame beyond the input's own step (2.5 degrees): how
 #: fast it catches up with a projection it could not follow at once.
 CATCH_UP = np.radians(2.5)
@@ -102,31 +106,37 @@ class Motion:
     """A motion ``q (T, ..., 4)`` being limited frame after frame, as far as asked
     (:meth:`advance`): ``out`` holds the limited frames, final below :attr:`ready`.
 
-    The plain projection of every frame comes first, batched; a row (bone) keeps it up to the
-    first frame where it leaves the reach of the previous frame's, and from there on only the
-    rows that left it or are still catching up are limited, frame after frame, on the model's
-    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs one
-    batched projection and a comparison of angles, and is ready at once."""
+    The plain projections come first, batched over :data:`CHUNK_FRAMES` frames at a time as the
+    motion is advanced (turning live enforcement on limits the frame shown, not the whole
+    action); a row (bone) keeps its plain projection up to the first frame where it leaves the
+    reach of the previous frame's, and from there on only the rows that left it or are still
+    catching up are limited, frame after frame, on the model's
+    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs
+    batched projections and a comparison of angles. Chunks change nothing in the result: a
+    row's projection does not depend on the other rows or frames projected with it."""
 
     def __init__(self, model, q, previous=None):
         q = np.asarray(q, dtype=float)
         if q.ndim < 2 or q.shape[-1] != 4:
             raise ValueError(f"a motion must be (T, ..., 4) rotations, got shape {q.shape}")
         self.model = model
-        candidates = model.projection_candidates(q)  # (K, T, ..., 4)
-        self.q = q = np.broadcast_to(q, candidates.shape[1:])
-        self.out = candidates[0].copy()
         frames = len(q)
+        first = model.projection_candidates(q[:CHUNK_FRAMES])  # (K, C, ..., 4): its shape says the rest's
+        self.q = q = np.broadcast_to(q, (frames,) + first.shape[2:])
+        self.out = np.empty(q.shape)
         self._lead = q.shape[1:-1]
         self._q = q.reshape(frames, -1, 4)
-        self._candidates = candidates.reshape(len(candidates), frames, -1, 4)
+        rows = self._q.shape[1]
+        self._candidates = np.empty((len(first), frames, rows, 4))
         self._out = self.out.reshape(frames, -1, 4)  # (a view: rows written here land in ``out``)
         self._caps = step_caps(quaternion_angle(self._q[1:], self._q[:-1]))  # (T - 1, n)
-        # frame t + 1's plain projection out of reach of frame t's
-        self._broken = quaternion_angle(self._candidates[0, 1:], self._candidates[0, :-1]) > self._caps
-        self._pending = np.flatnonzero(self._broken.any(axis=1)) + 1  # frames where some row breaks
+        # frame t + 1's plain projection out of reach of frame t's, known for t + 1 < _projected
+        self._broken = np.zeros((max(frames - 1, 0), rows), dtype=bool)
+        self._pending = []  # frames where some row breaks, in order
+        self._projected = 0
+        self._take(first)
         # rows whose limited pose at frame ``_next - 1`` is not its plain projection
-        self._held = np.zeros(self._q.shape[1], dtype=bool)
+        self._held = np.zeros(rows, dtype=bool)
         self._next = 1
         if frames and previous is not None:
             prev_in = np.broadcast_to(previous.input, q.shape[1:]).reshape(-1, 4)
@@ -140,20 +150,41 @@ class Motion:
                 self._held[rows] = ~plain
         self._skip()
 
+    def _take(self, candidates):
+        """Store the plain projections ``(K, C, ..., 4)`` of the next ``C`` frames."""
+        start, stop = self._projected, self._projected + candidates.shape[1]
+        self._candidates[:, start:stop] = candidates.reshape(len(candidates), stop - start, -1, 4)
+        self._out[start:stop] = self._candidates[0, start:stop]
+        first = max(start, 1)
+        if first < stop:
+            step = quaternion_angle(self._candidates[0, first:stop], self._candidates[0, first - 1 : stop - 1])
+            broken = step > self._caps[first - 1 : stop - 1]
+            self._broken[first - 1 : stop - 1] = broken
+            self._pending.extend((np.flatnonzero(broken.any(axis=1)) + first).tolist())
+        self._projected = stop
+
+    def _project(self, stop):
+        """Project the frames up to ``stop`` (exclusive), a chunk at a time."""
+        while self._projected < min(stop, len(self.out)):
+            start = self._projected
+            self._take(self.model.projection_candidates(self.q[start : start + CHUNK_FRAMES]))
+
     @property
     def ready(self):
         """Frames below this are limited (final)."""
         return self._next
 
     def _skip(self):
-        """Move :attr:`ready` over the frames that keep their plain projection."""
+        """Move :attr:`ready` over the frames projected so far that keep their plain projection."""
         if not self._held.any():
-            later = self._pending[np.searchsorted(self._pending, self._next) :]
-            self._next = int(later[0]) if later.size else len(self.out)
+            i = bisect.bisect_right(self._pending, self._next - 1)
+            self._next = self._pending[i] if i < len(self._pending) else max(self._next, self._projected)
 
     def advance(self, stop):
         """Limit the frames up to ``stop`` (exclusive), in order."""
         stop = min(stop, len(self.out))
+        self._project(stop)
+        self._skip()
         while self._next < stop:
             t = self._next
             rows = np.flatnonzero(self._held | self._broken[t - 1])
@@ -167,6 +198,7 @@ class Motion:
             self._held[:] = False
             self._held[rows] = ~plain
             self._next = t + 1
+            self._project(t + 2)  # (whether frame t + 1 breaks needs its projection)
             self._skip()
 
     def state(self, frame):

@@ -233,32 +233,26 @@ class LimitedMotion:
     """A motion being limited by a :class:`JointLimit` frame after frame
     (:class:`.continuity.Motion`): frames below :attr:`ready` are limited; :meth:`advance`
     limits more, :meth:`outside` reports a range of them as :meth:`JointLimit.project_outside`
-    does. A motion every rotation of which is inside (and that no earlier one left lagging) is
-    ready at once for one ``contains``."""
+    does. Its frames are projected a chunk at a time as it advances
+    (:data:`.continuity.CHUNK_FRAMES`)."""
 
-    def __init__(self, limit, local, previous=None, tolerance=1e-5):
+    def __init__(self, limit, local, previous=None):
         self.limit = limit
         self.rel = limit.to_relative(local)
-        self._motion = None
-        if (previous is None or not previous.lagging(tolerance).any()) and limit.model.contains(self.rel).all():
-            return
         self._motion = Motion(limit.model, self.rel, previous)
 
     @property
     def ready(self):
-        return len(self.rel) if self._motion is None else self._motion.ready
+        return self._motion.ready
 
     def advance(self, stop):
-        if self._motion is not None:
-            self._motion.advance(stop)
+        self._motion.advance(stop)
 
     def outside(self, start, stop, tolerance=1e-5):
         """``(moved (n, ...) bool, projected (k, 4), trail)`` for frames ``start`` to ``stop``
         (limited already): the rotations moved by more than ``tolerance`` radians, their limited
         local rotations (softened), and the motion's state after each frame."""
         rel = self.rel[start:stop]
-        if self._motion is None:
-            return np.zeros(rel.shape[:-1], dtype=bool), rel.reshape(-1, 4)[:0], MotionState(rel, rel)
         hard = self._motion.out[start:stop]
         moved = quaternion_angle(rel, hard) > tolerance
         limit = self.limit

@@ -177,3 +177,21 @@ def test_a_motion_limited_on_demand_is_the_motion_limited_at_once(models, motion
         motion.advance(stop)
         assert motion.ready >= stop
     np.testing.assert_allclose(motion.out, whole, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", NON_CONVEX)
+def test_projecting_a_chunk_at_a_time_changes_nothing(models, motions, kind, monkeypatch):
+    """The frames are projected CHUNK_FRAMES at a time as the motion advances (turning live
+    enforcement on projects the frame shown, not the whole action): the result is the same
+    bits as projecting every frame at once, and nothing is projected beyond what was asked."""
+    import limits.continuity as continuity
+
+    q = np.stack(list(motions.values()), axis=1)
+    model = models[kind]
+    monkeypatch.setattr(continuity, "CHUNK_FRAMES", len(q))
+    at_once, _ = continuity.project_sequence(model, q)
+    monkeypatch.setattr(continuity, "CHUNK_FRAMES", 7)
+    motion = Motion(model, q)
+    assert motion._projected == 7 and motion.ready <= 7
+    motion.advance(len(q))
+    np.testing.assert_array_equal(motion.out, at_once)
