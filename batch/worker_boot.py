@@ -1,34 +1,84 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Run by each spawned worker process before its first clip (``runpy.run_path``; importing
-this module does nothing): start Blender as a Python module and enable the add-on under the
-parent's module name, so the parent's tasks (functions of the add-on) can be unpickled."""
+"""How a batch worker (a spawned process, or a Dask worker) gets the add-on's code.
 
+A worker needs the batch's functions, not a registered add-on: :func:`boot` makes the add-on's
+package importable under the parent's module name (``bl_ext.<repo>.<id>``) without running
+its ``__init__`` (which imports Blender), so a worker on BVH clips never starts Blender; the
+modules that read .blend and FBX clips import ``bpy`` themselves when such a clip comes.
+
+Spawned workers run this file through ``runpy.run_path`` (importing it does nothing); a Dask
+worker gets :func:`run_task` by value (cloudpickle) with the add-on's source as a zip
+(:func:`source_archive`), unpacked once per worker.
+"""
+
+import importlib
+import io
+import os
 import sys
+import types
+import zipfile
+from pathlib import Path
 
 RUN_NAME = "__joint_limits_worker__"
+#: Folders of the add-on a worker never needs.
+NOT_SHIPPED = ("tests", "bench", "tools", "demo", "out")
 
 
 def boot(module, directory):
-    """Enable extension ``module`` (``bl_ext.<repo>.<id>``) whose repository folder is
-    ``directory``, unless it is already loaded."""
+    """Make the package ``module`` (``bl_ext.<repo>.<id>``), whose folder is
+    ``directory/<id>``, importable without running its ``__init__``, unless it is loaded."""
     if module in sys.modules:
         return
-    import bpy  # noqa: I001 - bpy first: it puts addon_utils on sys.path
-    import addon_utils
+    parts = module.split(".")
+    for k in range(1, len(parts)):
+        name = ".".join(parts[:k])
+        if name not in sys.modules:
+            parent = types.ModuleType(name)
+            parent.__path__ = []
+            sys.modules[name] = parent
+    package = types.ModuleType(module)
+    package.__path__ = [os.path.join(directory, parts[-1])]
+    package.__package__ = module
+    sys.modules[module] = package
 
-    repo_module = module.split(".")[1]
-    repos = bpy.context.preferences.extensions.repos
-    repo = next((r for r in repos if r.module == repo_module), None)
-    if repo is None:
-        repos.new(name=repo_module, module=repo_module, custom_directory=directory, source="USER")
-    elif repo.directory != directory:
-        repo.use_custom_directory = True
-        repo.custom_directory = directory
 
-    def fail(err):
-        raise err
+def source_archive(folder):
+    """The add-on's Python files under ``folder`` as zip bytes, each under ``<folder name>/``."""
+    folder = Path(folder).resolve()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*.py")):
+            relative = path.relative_to(folder)
+            if relative.parts[0] in NOT_SHIPPED or relative.parts[0].startswith("."):
+                continue
+            archive.write(path, f"{folder.name}/{relative.as_posix()}")
+    return buffer.getvalue()
 
-    addon_utils.enable(module, default_set=False, handle_error=fail)
+
+def run_task(module, archive, args):
+    """One clip's task on a Dask worker: unpack the add-on's ``archive`` (once per worker,
+    into the worker's own folder), boot it and run ``batch.runner._task(*args)``."""
+    if module not in sys.modules:
+        import hashlib
+        import tempfile
+
+        try:
+            from distributed import get_worker
+
+            base = get_worker().local_directory
+        except (ImportError, ValueError):
+            base = tempfile.gettempdir()
+        folder = os.path.join(base, "joint_limits_" + hashlib.sha256(archive).hexdigest()[:16])
+        if not os.path.isdir(folder):
+            partial = f"{folder}.{os.getpid()}.partial"
+            with zipfile.ZipFile(io.BytesIO(archive)) as z:
+                z.extractall(partial)
+            try:
+                os.rename(partial, folder)
+            except OSError:  # another process of this machine unpacked it first
+                pass
+        boot(module, folder)
+    return importlib.import_module(module + ".batch.runner")._task(*args)
 
 
 if __name__ == RUN_NAME:
