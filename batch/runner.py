@@ -283,8 +283,7 @@ def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=Non
     if scheduler and tasks:
         from .dask_cluster import run_on_dask
 
-        module, folder = _package()
-        run_on_dask(scheduler, tasks, on_result, module, folder)
+        run_on_dask(scheduler, tasks, on_result, _package()[1])
     else:
         if jobs > 1 and tasks:
             _check_parallel_possible()

@@ -26,7 +26,8 @@ NOT_SHIPPED = ("tests", "bench", "tools", "demo", "out")
 
 def boot(module, directory):
     """Make the package ``module`` (``bl_ext.<repo>.<id>``), whose folder is
-    ``directory/<id>``, importable without running its ``__init__``, unless it is loaded."""
+    ``directory/<id>`` (``directory/joint_limits`` for a top-level name), importable without
+    running its ``__init__``, unless it is loaded."""
     if module in sys.modules:
         return
     parts = module.split(".")
@@ -37,29 +38,34 @@ def boot(module, directory):
             parent.__path__ = []
             sys.modules[name] = parent
     package = types.ModuleType(module)
-    package.__path__ = [os.path.join(directory, parts[-1])]
+    package.__path__ = [os.path.join(directory, parts[-1] if len(parts) > 1 else "joint_limits")]
     package.__package__ = module
     sys.modules[module] = package
 
 
 def source_archive(folder):
-    """The add-on's Python files under ``folder`` as zip bytes, each under ``<folder name>/``."""
-    folder = Path(folder).resolve()
+    """The add-on's Python files under ``folder`` as zip bytes, under ``joint_limits/``."""
+    folder = Path(folder)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(folder.rglob("*.py")):
             relative = path.relative_to(folder)
             if relative.parts[0] in NOT_SHIPPED or relative.parts[0].startswith("."):
                 continue
-            archive.write(path, f"{folder.name}/{relative.as_posix()}")
+            archive.write(path, f"joint_limits/{relative.as_posix()}")
     return buffer.getvalue()
 
 
-def run_task(module, archive, args):
-    """One clip's task on a Dask worker: unpack the add-on's ``archive`` (once per worker,
-    into the worker's own folder), boot it and run ``batch.runner._task(*args)``."""
+def run_task(archive, args):
+    """One clip's task on a Dask worker: unpack the add-on's ``archive`` (once per worker and
+    version, into the worker's own folder), load it as a package named after the archive's
+    digest (so a long-lived worker never runs an older version's code) and run
+    ``batch.runner._task(*args)``."""
+    import hashlib
+
+    digest = hashlib.sha256(archive).hexdigest()[:16]
+    module = f"joint_limits_batch_{digest}"
     if module not in sys.modules:
-        import hashlib
         import tempfile
 
         try:
@@ -68,7 +74,7 @@ def run_task(module, archive, args):
             base = get_worker().local_directory
         except (ImportError, ValueError):
             base = tempfile.gettempdir()
-        folder = os.path.join(base, "joint_limits_" + hashlib.sha256(archive).hexdigest()[:16])
+        folder = os.path.join(base, module)
         if not os.path.isdir(folder):
             partial = f"{folder}.{os.getpid()}.partial"
             with zipfile.ZipFile(io.BytesIO(archive)) as z:
