@@ -127,6 +127,11 @@ def _parser():
         metavar="FILE.json",
         help='fit --rig: {"clip bone": "rig bone", ...} for names automatic matching misses (case, separators, prefixes such as mixamorig:, Left/Right, .L/.R, _l/_r are matched already)',
     )
+    sp.add_argument(
+        "--pictures",
+        action="store_true",
+        help="check, clean: also draw OUTPUT/summary.png, shown in summary.md (needs matplotlib)",
+    )
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default: 1, in this process)")
     sp.add_argument(
         "--scheduler",

@@ -169,6 +169,7 @@ def cli_batch(args):
         rig=args.rig,
         bone_map=args.bone_map,
         scheduler=args.scheduler,
+        pictures=args.pictures,
     )
     print(
         f"batch {args.job}: {summary['clips_done']} of {summary['clips_total']} clips done, {summary['clips_failed']} failed; see {Path(args.output) / 'summary.md'}"

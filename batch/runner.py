@@ -211,7 +211,9 @@ def _done_report(report_path, clip_out, limits_sha):
     return report
 
 
-def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=None, rig=None, bone_map=None, scheduler=None):
+def run_batch(
+    job, inputs, output, limits=None, model="auto", jobs=1, stream=None, rig=None, bone_map=None, scheduler=None, pictures=False
+):
     """Run ``job`` over the clips ``inputs`` (folders, globs, files, ``file.blend:Action``)
     into the folder ``output``; returns ``(summary dict, stats)`` where stats (not written
     anywhere) holds the run's seconds, the clips it ran, and the peak memory in MB of its
@@ -220,7 +222,8 @@ def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=Non
     ``rig`` (fit): a .blend whose armature gets the limits (:mod:`.onto_rig`), with
     ``bone_map`` (a JSON file) naming pairs automatic matching would miss. ``scheduler``: a
     Dask scheduler address; the clips run there (:mod:`.dask_cluster`) instead of ``jobs``
-    local processes. .blend and FBX clips replace the file open in this process (one job)."""
+    local processes. .blend and FBX clips replace the file open in this process (one job).
+    ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib)."""
     stream = stream or sys.stderr
     if job not in JOBS:
         raise ValueError(f"batch job must be one of {', '.join(JOBS)}, got {job!r}")
@@ -295,7 +298,16 @@ def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=Non
     clip_jobs.write_atomic(output / "summary.json", _json_bytes(summary))
     from .summary_text import summary_markdown
 
-    clip_jobs.write_atomic(output / "summary.md", summary_markdown(summary).encode("utf-8"))
+    picture = no_picture = None
+    if pictures and job != "fit":
+        from .summary_pictures import PICTURE, draw_summary
+
+        png, no_picture = draw_summary(summary)
+        if png is not None:
+            clip_jobs.write_atomic(output / PICTURE, png)
+            picture = PICTURE
+    text = summary_markdown(summary, picture, no_picture)
+    clip_jobs.write_atomic(output / "summary.md", text.encode("utf-8"))
     workers = [m for m in memory if m is not None]
     stats = {
         "seconds": time.monotonic() - start,

@@ -117,6 +117,7 @@ def test_fit_onto_a_rig_matches_names_and_refits_in_its_bone_space(clean_file, a
     summary = json.loads((tmp_path / "fit" / "summary.json").read_text())
     assert summary["rig"]["bones"] == {"mixamorig:Lower": "lower", "mixamorig:Upper": "upper"}
     assert summary["rig"]["refitted_in_rig_space"] == ["mixamorig:Lower", "mixamorig:Upper"], "the roll differs"
+    assert "| mixamorig:Lower | lower |" in (tmp_path / "fit" / "summary.md").read_text()
 
     samples = addon.batch.sample_cache.read_samples(
         tmp_path / "fit" / "samples" / "takes.ROM.blend.npz",
