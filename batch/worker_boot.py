@@ -56,6 +56,16 @@ def source_archive(folder):
     return buffer.getvalue()
 
 
+def _without_blender_scripts():
+    """Drop Blender's script folders from ``sys.path`` before ``bpy`` is imported: a worker
+    started from a process running Blender (a ``LocalCluster``) inherits them, and with them
+    ``import bpy`` finds Blender's inner ``bpy`` package (``scripts/modules``) instead of the
+    module (whose ``bpy/__init__`` is compiled)."""
+    if "bpy" in sys.modules:
+        return
+    sys.path[:] = [p for p in sys.path if not os.path.isfile(os.path.join(p, "bpy", "__init__.py"))]
+
+
 def run_task(archive, args):
     """One clip's task on a Dask worker: unpack the add-on's ``archive`` (once per worker and
     version, into the worker's own folder), load it as a package named after the archive's
@@ -66,6 +76,7 @@ def run_task(archive, args):
     digest = hashlib.sha256(archive).hexdigest()[:16]
     module = f"joint_limits_batch_{digest}"
     if module not in sys.modules:
+        _without_blender_scripts()
         import tempfile
 
         try:
