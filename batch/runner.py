@@ -312,6 +312,7 @@ def run_batch(
     stats = {
         "seconds": time.monotonic() - start,
         "ran": len(tasks),
+        "ran_in_workers": len(workers),
         "worker_peak_mb": max(workers) if workers else None,
         "process_peak_mb": clip_jobs.peak_memory_mb(),
     }

@@ -11,7 +11,8 @@ then times each job in a fresh output folder (nothing to resume). The import bas
 process; with ``--repeat K`` the library is the clips K times over (copies under other names),
 so the workers' start-up is spread over more clips, and the baseline is scaled by K. Memory:
 the peak resident memory of a worker process (``VmHWM``; with one job, of this process, which
-runs the clips itself) and of this process. The load average
+runs the clips itself) and of this process; "by workers": the clips the workers ran (with
+several jobs this process runs BVH clips too). The load average
 is printed before and after: on a shared machine other work skews the two-job figures.
 """
 
@@ -60,14 +61,17 @@ def main():
         base = (time.perf_counter() - t0) * args.repeat
         count = len(clips) * args.repeat
         print(f"Blender's importer alone: {base:.2f} s for {count} clips, {60 * count / base:.1f} clips/min (this process)")
-        print(f"{'job':<6} {'jobs':>4} {'seconds':>8} {'clips/min':>10} {'x import':>9} {'peak MB/worker':>15} failed")
+        print(
+            f"{'job':<6} {'jobs':>4} {'seconds':>8} {'clips/min':>10} {'x import':>9} {'peak MB/worker':>15} {'by workers':>10} failed"
+        )
         for job in ("check", "clean"):
             for jobs in args.jobs:
                 summary, stats = runner.run_batch(job, library, tmp / f"{job}{jobs}", limits=limits, jobs=jobs, stream=quiet)
                 s = stats["seconds"]
                 print(
                     f"{job:<6} {jobs:>4} {s:>8.2f} {60 * count / s:>10.1f} {s / base:>9.2f} "
-                    f"{stats['worker_peak_mb'] or stats['process_peak_mb']:>15.0f} {summary['clips_failed']}"
+                    f"{stats['worker_peak_mb'] or stats['process_peak_mb']:>15.0f} {stats['ran_in_workers']:>10} "
+                    f"{summary['clips_failed']}"
                 )
         print(f"this process (Blender and the add-on): peak {addon.batch.clip_jobs.peak_memory_mb():.0f} MB")
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
