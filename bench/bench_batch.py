@@ -12,7 +12,8 @@ process; with ``--repeat K`` the library is the clips K times over (copies under
 so the workers' start-up is spread over more clips, and the baseline is scaled by K. Memory:
 the peak resident memory of a worker process (``VmHWM``; with one job, of this process, which
 runs the clips itself) and of this process; "by workers": the clips the workers ran (with
-several jobs this process runs BVH clips too). The load average
+several jobs this process runs BVH clips too); "CPU s": the processor time of this process and
+its workers together (what the job costs whatever else the machine runs). The load average
 is printed before and after: on a shared machine other work skews the two-job figures.
 """
 
@@ -62,16 +63,18 @@ def main():
         count = len(clips) * args.repeat
         print(f"Blender's importer alone: {base:.2f} s for {count} clips, {60 * count / base:.1f} clips/min (this process)")
         print(
-            f"{'job':<6} {'jobs':>4} {'seconds':>8} {'clips/min':>10} {'x import':>9} {'peak MB/worker':>15} {'by workers':>10} failed"
+            f"{'job':<6} {'jobs':>4} {'seconds':>8} {'clips/min':>10} {'x import':>9} {'peak MB/worker':>15} {'by workers':>10} {'CPU s':>6} failed"
         )
         for job in ("check", "clean"):
             for jobs in args.jobs:
+                before = os.times()
                 summary, stats = runner.run_batch(job, library, tmp / f"{job}{jobs}", limits=limits, jobs=jobs, stream=quiet)
                 s = stats["seconds"]
+                cpu = sum(b - a for a, b in zip(before[:4], os.times()[:4], strict=True))  # this process and its workers
                 print(
                     f"{job:<6} {jobs:>4} {s:>8.2f} {60 * count / s:>10.1f} {s / base:>9.2f} "
                     f"{stats['worker_peak_mb'] or stats['process_peak_mb']:>15.0f} {stats['ran_in_workers']:>10} "
-                    f"{summary['clips_failed']}"
+                    f"{cpu:>6.2f} {summary['clips_failed']}"
                 )
         print(f"this process (Blender and the add-on): peak {addon.batch.clip_jobs.peak_memory_mb():.0f} MB")
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
