@@ -7,8 +7,8 @@ its ``__init__`` (which imports Blender), so a worker on BVH clips never starts 
 modules that read .blend and FBX clips import ``bpy`` themselves when such a clip comes.
 
 Spawned workers run this file through ``runpy.run_path`` (importing it does nothing); a Dask
-worker gets :func:`run_task` by value (cloudpickle) with the add-on's source as a zip
-(:func:`source_archive`), unpacked once per worker.
+worker gets :func:`run_task` by value (cloudpickle) and the add-on's source as a zip
+(:func:`source_archive`) in its folder, unpacked once per worker.
 """
 
 import importlib
@@ -66,29 +66,21 @@ def _without_blender_scripts():
     sys.path[:] = [p for p in sys.path if not os.path.isfile(os.path.join(p, "bpy", "__init__.py"))]
 
 
-def run_task(archive, args):
-    """One clip's task on a Dask worker: unpack the add-on's ``archive`` (once per worker and
-    version, into the worker's own folder), load it as a package named after the archive's
-    digest (so a long-lived worker never runs an older version's code) and run
-    ``batch.runner._task(*args)``."""
-    import hashlib
-
-    digest = hashlib.sha256(archive).hexdigest()[:16]
-    module = f"joint_limits_batch_{digest}"
+def run_task(archive_name, args):
+    """One clip's task on a Dask worker: unpack the add-on's source ``archive_name`` (a zip Dask
+    put in the worker's folder; named after its digest), once per worker and version, load it
+    as a package of that name (so a long-lived worker never runs an older version's code) and
+    run ``batch.runner._task(*args)``."""
+    module = archive_name.removesuffix(".zip")
     if module not in sys.modules:
+        from distributed import get_worker
+
         _without_blender_scripts()
-        import tempfile
-
-        try:
-            from distributed import get_worker
-
-            base = get_worker().local_directory
-        except (ImportError, ValueError):
-            base = tempfile.gettempdir()
+        base = get_worker().local_directory
         folder = os.path.join(base, module)
         if not os.path.isdir(folder):
             partial = f"{folder}.{os.getpid()}.partial"
-            with zipfile.ZipFile(io.BytesIO(archive)) as z:
+            with zipfile.ZipFile(os.path.join(base, archive_name)) as z:
                 z.extractall(partial)
             try:
                 os.rename(partial, folder)
