@@ -17,10 +17,14 @@ distributed = pytest.importorskip("distributed")
 def cluster(addon):
     """Two worker processes (one thread each) that end themselves on a clip named crash.bvh
     (the batch's test hook, in their environment only); Dask gives up on a task after it
-    killed two workers."""
+    killed two workers, and hands a worker one task at a time (saturation 1), so no other clip
+    is on a worker when it dies (Dask counts those against them too)."""
     import dask
 
-    with pytest.MonkeyPatch.context() as env, dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with (
+        pytest.MonkeyPatch.context() as env,
+        dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}),
+    ):
         env.setenv(addon.batch.clip_jobs.CRASH_ENV, "crash.bvh")
         local = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
