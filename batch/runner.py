@@ -148,9 +148,14 @@ def _run_tasks(tasks, jobs, on_result):
     executor = pool(workers)
     with _spawnable_path():
         while queue or inflight:
+            broken = False
             while executor is not None and queue and len(inflight) < 2 * workers:
-                name, args = queue.popleft()
-                inflight[executor.submit(_task, *args)] = (name, args)
+                try:
+                    future = executor.submit(_task, *queue[0][1])
+                except BrokenProcessPool:  # a worker died since the last look: its clip is in flight
+                    broken = True
+                    break
+                inflight[future] = queue.popleft()
             here = bool(queue) and _runs_here(queue[-1][1])
             done = [f for f in inflight if f.done()]
             if not done and inflight and not here:
@@ -163,7 +168,7 @@ def _run_tasks(tasks, jobs, on_result):
                     suspects.append((name, args))
                     continue
                 on_result(name, *result)
-            if suspects and executor is not None:  # a worker died: the rest run one at a time
+            if (suspects or broken) and executor is not None:  # a worker died: the rest run one at a time
                 executor.shutdown(wait=False)
                 executor = None
                 suspects += [t for t in queue if not _runs_here(t[1])]
