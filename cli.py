@@ -103,16 +103,23 @@ def _parser():
 
     sp = command(
         "batch",
-        "fit, check or clean a library of BVH clips (no .blend needed)",
-        "Run one job over BVH clips (folders, glob patterns, files), in worker processes: 'fit' pools the clips' "
-        "rotations and writes a limit set (OUTPUT/limits.json); 'check' writes a JSON report per clip "
-        "(OUTPUT/reports/); 'clean' writes every clip limited (OUTPUT/clips/: same skeleton, channels and frame "
-        "rate; only the rotation values of frames out of a limit change). Every job writes OUTPUT/summary.md and "
-        "summary.json. Clips already done are skipped, so an interrupted batch resumes; a bad clip is reported "
-        "and the batch goes on.",
+        "fit, check or clean a library of clips: BVH, .blend actions, FBX (no open .blend needed)",
+        "Run one job over clips (BVH files, every action of .blend files or file.blend:Action, FBX files through "
+        "Blender's importer; folders, glob patterns), in worker processes or on a Dask cluster: 'fit' pools the "
+        "clips' rotations and writes a limit set (OUTPUT/limits.json; with --rig also onto a rig's armature); "
+        "'check' writes a JSON report per clip (OUTPUT/reports/); 'clean' writes every clip limited (OUTPUT/clips/: "
+        "same skeleton, channels and frame rate; only the rotation values of frames out of a limit change; .blend "
+        "and FBX clips are written as .blend). Every job writes OUTPUT/summary.md and summary.json. Clips already "
+        "done are skipped, so an interrupted batch resumes; a bad clip is reported and the batch goes on. .blend "
+        "and FBX clips replace the open file.",
     )
     sp.add_argument("job", choices=("fit", "check", "clean"), help="what to do with each clip")
-    sp.add_argument("clips", nargs="+", metavar="CLIP", help="BVH files, folders (searched recursively) or glob patterns")
+    sp.add_argument(
+        "clips",
+        nargs="+",
+        metavar="CLIP",
+        help="BVH, .blend (or file.blend:Action) and FBX files, folders (searched recursively) or glob patterns",
+    )
     sp.add_argument("--output", required=True, metavar="DIR", help="folder for the outputs (made if missing)")
     sp.add_argument("--limits", metavar="FILE", help="limit set to check or clean against (a batch fit's limits.json)")
     sp.add_argument(
@@ -122,7 +129,27 @@ def _parser():
         metavar="KIND",
         help="limit model kind for batch fit (default: auto)",
     )
+    sp.add_argument(
+        "--rig",
+        metavar="RIG.blend",
+        help="fit: also write the limits onto the matching bones of this file's armature and save it",
+    )
+    sp.add_argument(
+        "--bone-map",
+        metavar="FILE.json",
+        help='fit --rig: {"clip bone": "rig bone", ...} for names automatic matching misses (case, separators, prefixes such as mixamorig:, Left/Right, .L/.R, _l/_r are matched already)',
+    )
+    sp.add_argument(
+        "--pictures",
+        action="store_true",
+        help="check, clean: also draw OUTPUT/summary.png, shown in summary.md (needs matplotlib)",
+    )
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default: 1, in this process)")
+    sp.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the clips on the Dask scheduler at ADDRESS (e.g. tcp://host:8786) instead of local processes; needs dask and distributed",
+    )
 
     from .limits.engine_export import ENGINES
     from .limits.engine_limits import DEFAULT_BREAK_MARGIN_DEG, TARGET_SHARE

@@ -198,7 +198,18 @@ def cli_report(args):
 def cli_batch(args):
     from .batch.runner import run_batch
 
-    summary, _ = run_batch(args.job, args.clips, args.output, limits=args.limits, model=args.model, jobs=args.jobs)
+    summary, _ = run_batch(
+        args.job,
+        args.clips,
+        args.output,
+        limits=args.limits,
+        model=args.model,
+        jobs=args.jobs,
+        rig=args.rig,
+        bone_map=args.bone_map,
+        scheduler=args.scheduler,
+        pictures=args.pictures,
+    )
     print(
         f"batch {args.job}: {summary['clips_done']} of {summary['clips_total']} clips done, {summary['clips_failed']} failed; see {Path(args.output) / 'summary.md'}"
     )

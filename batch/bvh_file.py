@@ -15,6 +15,7 @@ is given change, as text substituted in place; every other byte of the file (hea
 untouched joints and frames, spacing, line endings) stays as it was.
 """
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ ROTATION_CHANNELS = ("xrotation", "yrotation", "zrotation")
 #: Blender's thresholds for a bone pointing along -Y (``vec_roll_to_mat3_normalized``).
 SAFE_THRESHOLD = 6.1e-3
 CRITICAL_THRESHOLD = 2.5e-4
+#: The rotation Blender's BVH importer gives the armature object (axis_forward -Z, axis_up Y):
+#: +90 degrees about X.
+Y_UP_TO_Z_UP = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 #: Written rotation values: degrees with this many decimals.
 DECIMALS = 6
 
@@ -65,6 +69,15 @@ class BvhClip:
     @property
     def frame_count(self):
         return len(self.values)
+
+    @property
+    def frame_numbers(self):
+        """``(F,)`` frame numbers as Blender's importer keys them (the first frame is 1)."""
+        return np.arange(1, self.frame_count + 1)
+
+    def rotated(self, j):
+        """Whether joint ``j`` has rotation channels."""
+        return self.rotation_columns(j) is not None
 
     def rotation_columns(self, j):
         """Columns of joint ``j``'s X, Y and Z rotation (``None`` without rotation channels)."""
@@ -107,6 +120,11 @@ class BvhClip:
         direction = tails.astype(np.float32).astype(float) - heads.astype(np.float32).astype(float)
         return quaternion_from_matrix(bone_matrix_zero_roll(direction / np.linalg.norm(direction, axis=1, keepdims=True)))
 
+    def world_rest_rotations(self):
+        """``(J, 4)`` rest orientations in Blender's world space: Blender's importer gives the
+        armature object the axis conversion from the file's Y up to Z up (its defaults)."""
+        return quaternion_multiply(Y_UP_TO_Z_UP, self.rest_rotations())
+
     def local_rotations(self):
         """``(F, J, 4)`` local rotation of every joint's bone per frame (identity for a joint
         without rotation channels; NaN where the file holds NaN or infinity)."""
@@ -129,6 +147,13 @@ class BvhClip:
         order = self.euler_order(j)
         euler = euler_from_matrix(matrix_from_quaternion(world), order)
         return np.degrees(euler_compatible(euler, np.radians(previous), order))
+
+    def write_limited(self, changes, out_path):
+        """Write :meth:`limited_text` to ``out_path`` through a temporary file."""
+        path = Path(out_path)
+        tmp = path.with_name(f".{path.name}.partial")
+        tmp.write_bytes(self.limited_text(changes).encode("utf-8"))
+        os.replace(tmp, path)
 
     def limited_text(self, changes):
         """The file's text with the rotation channels of some frames replaced.

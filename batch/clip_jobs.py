@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What one clip costs: its samples for a fit, its check against limits, its cleaned copy.
 
-These run in worker processes (:mod:`.runner`); each returns plain data (dicts, arrays) and
-writes nothing but a cleaned clip, atomically. Frames are numbered as Blender's importer keys
-them (the file's first frame is frame 1).
+These run in worker processes (:mod:`.runner`) or on Dask workers; each takes a clip as a
+:class:`.clips.ClipRef` tuple, returns plain data (dicts, arrays) and writes nothing but a
+cleaned clip, atomically. A BVH clip is read with numpy (:mod:`.bvh_file`, no Blender needed;
+frames numbered as Blender's importer keys them, from 1); a .blend action or an FBX file with
+Blender (:mod:`.blend_clip`, imported only then; frames are the action's).
 """
 
 import math
@@ -12,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rig.report import INSIDE_TOLERANCE
+from ..limits.constants import INSIDE_TOLERANCE
 from .bvh_file import read_bvh
+from .clips import ClipRef
 from .limit_set import read_limit_set
 
 #: Test hook: a worker given a clip of this name ends its process (a crash the batch survives).
@@ -41,25 +44,36 @@ def write_atomic(path, data):
     os.replace(tmp, path)
 
 
-def _crash_hook(path):
-    if os.environ.get(CRASH_ENV) and Path(path).name == os.environ[CRASH_ENV]:
+def open_clip(ref):
+    """The clip of ``ref`` (a :class:`.clips.ClipRef` or its tuple), read."""
+    ref = ClipRef(*ref)
+    if os.environ.get(CRASH_ENV) and ref.name == os.environ[CRASH_ENV]:
         os._exit(70)
+    if ref.kind == "bvh":
+        return read_bvh(ref.path)
+    from . import blend_clip  # Blender: imported only for clips that need it
+
+    if ref.kind == "blend":
+        return blend_clip.open_blend_clip(ref.name, ref.path, ref.action)
+    return blend_clip.import_fbx_clip(ref.name, ref.path)
 
 
-def fit_samples(path):
+def fit_samples(ref):
     """``{"frames": F, "bones": {joint: (N, 4) finite local rotations}, "heading": [joints
-    that carry the heading or travel]}`` of the clip at ``path``."""
-    _crash_hook(path)
-    clip = read_bvh(path)
+    that carry the heading or travel], "rest": {joint: (4,) rest orientation in world
+    space}}`` of the clip ``ref``."""
+    clip = open_clip(ref)
     q = clip.local_rotations()
-    bones = {}
+    rest = clip.world_rest_rotations()
+    bones, rests = {}, {}
     for j, name in enumerate(clip.names):
-        if clip.rotation_columns(j) is None:
+        if not clip.rotated(j):
             continue
         rows = q[:, j]
         bones[name] = rows[np.isfinite(rows).all(axis=1)]
+        rests[name] = rest[j]
     heading = [name for j, name in enumerate(clip.names) if clip.carries_heading(j)]
-    return {"frames": clip.frame_count, "bones": bones, "heading": heading}
+    return {"frames": clip.frame_count, "bones": bones, "heading": heading, "rest": rests}
 
 
 def _violations(clip, limits):
@@ -68,7 +82,7 @@ def _violations(clip, limits):
     q = clip.local_rotations()
     rows, unlimited = [], []
     for j, name in enumerate(clip.names):
-        if name not in limits or clip.rotation_columns(j) is None:
+        if name not in limits or not clip.rotated(j):
             unlimited.append(name)
             continue
         finite = np.isfinite(q[:, j]).all(axis=1)
@@ -90,16 +104,16 @@ def _report(clip, rows, unlimited, job):
         if out.any():
             f = int(np.nanargmax(v))
             row["worst_degrees"] = round(math.degrees(float(v[f])), 6)
-            row["worst_frame"] = f + 1
+            row["worst_frame"] = int(clip.frame_numbers[f])
             if worst is None or (row["worst_degrees"], worst["bone"]) > (worst["degrees"], name):
-                worst = {"bone": name, "degrees": row["worst_degrees"], "frame": f + 1}
+                worst = {"bone": name, "degrees": row["worst_degrees"], "frame": row["worst_frame"]}
         bones.append(row)
     bones.sort(key=lambda r: (-r.get("worst_degrees", 0.0), r["bone"]))
     return {
         "clip": clip.name,
         "job": job,
         "frames": clip.frame_count,
-        "first_frame": 1,
+        "first_frame": int(clip.frame_numbers[0]),
         "frame_time": clip.frame_time,
         "bones_checked": len(rows),
         "bones_out": sum(1 for r in bones if r["frames_out"]),
@@ -110,36 +124,43 @@ def _report(clip, rows, unlimited, job):
     }
 
 
-def check_clip(path, limits_path):
-    """The check report of the clip at ``path`` against the limit set at ``limits_path``: per
+def check_clip(ref, limits_path):
+    """The check report of the clip ``ref`` against the limit set at ``limits_path``: per
     limited bone the frames out of its limit and the worst violation (degrees) and its frame;
     over the clip the frames with any bone out, the bones out, and the worst violation."""
-    _crash_hook(path)
-    clip = read_bvh(path)
+    clip = open_clip(ref)
     rows, unlimited = _violations(clip, _limits(limits_path))
     return _report(clip, rows, unlimited, "check")
 
 
-def clean_clip(path, limits_path, out_path):
-    """Limit the clip at ``path`` and write it to ``out_path`` (same skeleton, channels and
-    frame rate; only the rotation channels of the frames out of a limit are rewritten).
-    Returns the check report of the input, with ``"output"``."""
-    _crash_hook(path)
-    clip = read_bvh(path)
+def clean_clip(ref, limits_path, out_path):
+    """Limit the clip ``ref`` and write it to ``out_path`` (same skeleton, channels and frame
+    rate; only the rotation channels of the frames out of a limit are rewritten). Returns the
+    check report of the input, with ``"output"``."""
+    clip = open_clip(ref)
     rows, unlimited = _violations(clip, _limits(limits_path))
     changes = {}
     for j, _, limit, q, v in rows:
         frames = np.flatnonzero(v > INSIDE_TOLERANCE)
         if len(frames):
             changes[j] = (frames, limit.project(q[frames]))
-    write_atomic(out_path, clip.limited_text(changes).encode("utf-8"))
+    clip.write_limited(changes, out_path)
     report = _report(clip, rows, unlimited, "clean")
     report["output"] = Path(out_path).name
     return report
 
 
 def peak_memory_mb():
-    """This process's peak resident memory in MB (Linux and macOS; 0 where unknown)."""
+    """This process's peak resident memory in MB (0 where unknown). On Linux from
+    ``/proc/self/status`` (``VmHWM``, this program's own): ``getrusage`` would also count the
+    memory of the process a spawned worker was forked from."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
     except ImportError:

@@ -1,26 +1,32 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """``joint_limits batch fit|check|clean``: a library of clips, one job, a folder of outputs.
 
-Outputs in ``--output DIR`` (clip names must be unique):
+Outputs in ``--output DIR`` (clips are named by :mod:`.clips`; names must be unique):
 
-- ``fit``: ``limits.json`` (a limit set, :mod:`.limit_set`), pooled from every clip's samples;
+- ``fit``: ``limits.json`` (a limit set, :mod:`.limit_set`), pooled from every clip's samples,
+  and ``samples/<clip>.npz``, what each clip gave (:mod:`.sample_cache`); with ``--rig`` the
+  limits also go onto the rig's armature (:mod:`.onto_rig`);
 - ``check``: ``reports/<clip>.json`` per clip;
-- ``clean``: ``clips/<clip>`` (the limited BVH) and ``reports/<clip>.json`` per clip;
+- ``clean``: ``clips/<clip>`` (the limited clip: BVH, or a .blend for .blend and FBX clips) and
+  ``reports/<clip>.json`` per clip;
 - every job: ``summary.md`` (to read) and ``summary.json`` (for programs).
 
-Clips run in ``--jobs N`` spawned worker processes (each starts Blender as a Python module and
-enables the add-on, :mod:`.worker_boot`), or in this process with one job. Outputs are written
-atomically (temporary file, then rename), a clip's report last, so a clip whose report exists
-(for the same limit set) is done and a second run skips it. A clip that fails (bad file, an
-error) is reported and the batch goes on; a clip that ends its worker process is retried alone
-(after a worker dies, the clips that were in flight run one at a time) and reported if it ends
-that one too. Outputs hold no times, paths or worker numbers and list clips and bones in sorted
-order, so the same inputs give the same bytes whatever the number of workers. Progress and an
-estimate of the time left go to stderr.
+Clips run in ``--jobs N`` spawned worker processes, started once per batch (they import the
+add-on's batch code without Blender, :mod:`.worker_boot`; only .blend and FBX clips start
+Blender in a worker), on a Dask cluster (``--scheduler``, :mod:`.dask_cluster`), or in this
+process with one job. Outputs are written atomically (temporary file, then rename), a clip's
+report (or samples) last, so a clip whose report exists (for the same limit set), or whose
+samples were read from the same file, is done and a second run skips it. A clip that fails
+(bad file, an error) is reported and the batch goes on; a clip that ends its worker process is
+retried alone (after a worker dies, the clips that were in flight run one at a time) and
+reported if it ends that one too. Outputs hold no times, paths or worker numbers and list clips
+and bones in sorted order, so the same inputs give the same bytes whatever the number of
+workers (a cleaned .blend is the exception: Blender does not write the same bytes twice; its
+actions' keys are the same). Progress and an estimate of the time left go to stderr.
 """
 
+import collections
 import contextlib
-import glob
 import hashlib
 import json
 import multiprocessing
@@ -28,61 +34,32 @@ import os
 import runpy
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
 
-from . import clip_jobs, worker_boot
+from . import clip_jobs, sample_cache, worker_boot
+from .clips import ClipRef, collect_clips
 from .limit_set import limit_set_text, read_limit_set
 
 JOBS = ("fit", "check", "clean")
-CLIP_SUFFIXES = (".bvh",)
 SUMMARY_VERSION = 1
 
-
-def collect_clips(inputs):
-    """Clip paths from folders (their ``*.bvh``, recursively), glob patterns and files, sorted by
-    name; ``ValueError`` for a missing input, an unsupported file or two clips of one name."""
-    found = {}
-    for item in inputs:
-        path = Path(item)
-        if any(c in str(item) for c in "*?["):
-            matches = [Path(p) for p in glob.glob(str(item), recursive=True)]
-            if not matches:
-                raise ValueError(f"no file matches {item}")
-        elif path.is_dir():
-            matches = [p for p in path.rglob("*") if p.suffix.lower() in CLIP_SUFFIXES]
-            if not matches:
-                raise ValueError(f"no .bvh clip in the folder {item}")
-        elif path.exists():
-            matches = [path]
-        else:
-            raise ValueError(f"no such clip or folder: {item}")
-        for p in matches:
-            if p.is_dir():
-                continue
-            if p.suffix.lower() not in CLIP_SUFFIXES:
-                raise ValueError(f"{p}: batch reads {', '.join(CLIP_SUFFIXES)} clips")
-            found.setdefault(p.resolve(), p)
-    by_name = {}
-    for p in found.values():
-        if p.name in by_name:
-            raise ValueError(f"two clips are named {p.name} ({by_name[p.name]} and {p}); outputs are named after clips")
-        by_name[p.name] = p
-    return [by_name[name] for name in sorted(by_name)]
+__all__ = ["collect_clips", "run_batch"]
 
 
-def _task(job, path, limits_path, out_path):
-    """One clip's job in a worker: ``(status, result or message, peak memory MB)``."""
+def _task(job, ref, limits_path, out_path):
+    """One clip's job in a worker (``ref`` a :class:`.clips.ClipRef` as a plain tuple):
+    ``(status, result or message, peak memory MB)``."""
     try:
         if job == "fit":
-            result = clip_jobs.fit_samples(path)
+            result = clip_jobs.fit_samples(ref)
         elif job == "check":
-            result = clip_jobs.check_clip(path, limits_path)
+            result = clip_jobs.check_clip(ref, limits_path)
         else:
-            result = clip_jobs.clean_clip(path, limits_path, out_path)
+            result = clip_jobs.clean_clip(ref, limits_path, out_path)
         return "ok", result, clip_jobs.peak_memory_mb()
     except ValueError as err:
         return "failed", str(err), clip_jobs.peak_memory_mb()
@@ -90,11 +67,16 @@ def _task(job, path, limits_path, out_path):
         return "failed", f"{type(err).__name__}: {err}", clip_jobs.peak_memory_mb()
 
 
+def _package():
+    """``(module name bl_ext.<repo>.<id>, the add-on's folder)``."""
+    package = __package__.rpartition(".")[0]
+    return package, Path(sys.modules[package].__path__[0])
+
+
 def _worker_setup():
-    """``(initializer, initargs)`` that load this add-on in a spawned worker."""
-    package = __package__.rpartition(".")[0]  # bl_ext.<repo>.<id>
-    directory = str(Path(sys.modules[package].__path__[0]).parent)
-    init = {"MODULE": package, "DIRECTORY": directory}
+    """``(initializer, initargs)`` that make this add-on importable in a spawned worker."""
+    package, folder = _package()
+    init = {"MODULE": package, "DIRECTORY": str(folder.parent)}
     return runpy.run_path, (worker_boot.__file__, init, worker_boot.RUN_NAME)
 
 
@@ -137,12 +119,22 @@ class _Progress:
         )
 
 
+def _runs_here(args):
+    """Whether this process may run a task itself beside its workers: BVH clips only (numpy;
+    .blend and FBX clips replace the open file and run Blender code that could crash), and not
+    the test hook's crashing clip, which must end a worker."""
+    ref = ClipRef(*args[1])
+    return ref.kind == "bvh" and ref.name != os.environ.get(clip_jobs.CRASH_ENV)
+
+
 def _run_tasks(tasks, jobs, on_result):
-    """Run ``tasks`` ``[(name, args)]`` through :func:`_task`: here with one job, else in
-    ``jobs`` spawned workers; ``on_result(name, status, payload, memory)`` for each."""
+    """Run ``tasks`` ``[(name, args)]`` through :func:`_task`: here with one job; else in
+    spawned workers, this process taking BVH clips from the end of the queue while they start
+    and between their results (``jobs - 1`` workers when it can take some, else ``jobs``).
+    ``on_result(name, status, payload, worker's peak memory MB or None if run here)`` for each."""
     if jobs <= 1:
         for name, args in tasks:
-            on_result(name, *_task(*args))
+            on_result(name, *_task(*args)[:2], None)
         return
     initializer, initargs = _worker_setup()
     context = multiprocessing.get_context("spawn")
@@ -150,17 +142,42 @@ def _run_tasks(tasks, jobs, on_result):
     def pool(n):
         return ProcessPoolExecutor(max_workers=n, mp_context=context, initializer=initializer, initargs=initargs)
 
-    suspects = []
-    with pool(min(jobs, len(tasks))) as executor:
-        with _spawnable_path():
-            futures = {executor.submit(_task, *args): (name, args) for name, args in tasks}
-        for future in as_completed(futures):
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                suspects.append(futures[future])
-                continue
-            on_result(futures[future][0], *result)
+    queue = collections.deque(tasks)
+    workers = jobs - 1 if any(_runs_here(args) for _, args in tasks) else jobs
+    suspects, inflight = [], {}
+    executor = pool(workers)
+    with _spawnable_path():
+        while queue or inflight:
+            broken = False
+            while executor is not None and queue and len(inflight) < 2 * workers:
+                try:
+                    future = executor.submit(_task, *queue[0][1])
+                except BrokenProcessPool:  # a worker died since the last look: its clip is in flight
+                    broken = True
+                    break
+                inflight[future] = queue.popleft()
+            here = bool(queue) and _runs_here(queue[-1][1])
+            done = [f for f in inflight if f.done()]
+            if not done and inflight and not here:
+                done = wait(inflight, return_when=FIRST_COMPLETED).done
+            for future in sorted(done, key=lambda f: inflight[f][0]):
+                name, args = inflight.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    suspects.append((name, args))
+                    continue
+                on_result(name, *result)
+            if (suspects or broken) and executor is not None:  # a worker died: the rest run one at a time
+                executor.shutdown(wait=False)
+                executor = None
+                suspects += [t for t in queue if not _runs_here(t[1])]
+                queue = collections.deque(t for t in queue if _runs_here(t[1]))
+            if here and queue:
+                name, args = queue.pop()
+                on_result(name, *_task(*args)[:2], None)
+    if executor is not None:
+        executor.shutdown()
     executor = None
     for name, args in sorted(suspects, key=lambda t: t[0]):  # alone, one at a time
         executor = executor or pool(1)
@@ -199,15 +216,32 @@ def _done_report(report_path, clip_out, limits_sha):
     return report
 
 
-def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=None):
-    """Run ``job`` over the clips ``inputs`` (folders, globs, files) into the folder ``output``;
-    returns ``(summary dict, stats)`` where stats (not written anywhere) holds the run's
-    seconds and the workers' peak memory."""
+def run_batch(
+    job, inputs, output, limits=None, model="auto", jobs=1, stream=None, rig=None, bone_map=None, scheduler=None, pictures=False
+):
+    """Run ``job`` over the clips ``inputs`` (folders, globs, files, ``file.blend:Action``)
+    into the folder ``output``; returns ``(summary dict, stats)`` where stats (not written
+    anywhere) holds the run's seconds, the clips it ran, and the peak memory in MB of its
+    workers (``worker_peak_mb``, ``None`` when none ran a clip) and of this process.
+
+    ``rig`` (fit): a .blend whose armature gets the limits (:mod:`.onto_rig`), with
+    ``bone_map`` (a JSON file) naming pairs automatic matching would miss. ``scheduler``: a
+    Dask scheduler address; the clips run there (:mod:`.dask_cluster`) instead of ``jobs``
+    local processes. .blend and FBX clips replace the file open in this process (one job).
+    ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib)."""
     stream = stream or sys.stderr
     if job not in JOBS:
         raise ValueError(f"batch job must be one of {', '.join(JOBS)}, got {job!r}")
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    if job != "fit" and (rig or bone_map):
+        raise ValueError("--rig and --bone-map go with batch fit")
+    if bone_map and not rig:
+        raise ValueError("--bone-map maps the clips' bones to a rig's: give --rig too")
+    if bone_map:
+        from .onto_rig import read_bone_map
+
+        bone_map = read_bone_map(bone_map)
     clips = collect_clips(inputs)
     output = Path(output)
     limits_sha = None
@@ -218,21 +252,24 @@ def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=Non
         limits = str(Path(limits).resolve())
         limits_sha = _sha256(limits)
     output.mkdir(parents=True, exist_ok=True)
-    reports_dir, clips_dir = output / "reports", output / "clips"
-    if job != "fit":
-        reports_dir.mkdir(exist_ok=True)
-    if job == "clean":
-        clips_dir.mkdir(exist_ok=True)
+    reports_dir, clips_dir, samples_dir = output / "reports", output / "clips", output / "samples"
+    for folder, used in ((reports_dir, job != "fit"), (clips_dir, job == "clean"), (samples_dir, job == "fit")):
+        if used:
+            folder.mkdir(exist_ok=True)
 
-    results, failures, tasks = {}, {}, []
+    results, failures, tasks, keys = {}, {}, [], {}
     for clip in clips:
-        out_clip = clips_dir / clip.name if job == "clean" else None
-        if job != "fit":
-            done = _done_report(reports_dir / f"{clip.name}.json", out_clip, limits_sha)
-            if done is not None:
-                results[clip.name] = done
-                continue
-        tasks.append((clip.name, (job, str(clip), limits, str(out_clip) if out_clip else None)))
+        out_clip = clips_dir / clip.cleaned_name if job == "clean" else None
+        if job == "fit":
+            keys[clip.name] = sample_cache.clip_key(clip)
+            done = sample_cache.read_samples(samples_dir / f"{clip.out_name}.npz", keys[clip.name])
+        else:
+            done = _done_report(reports_dir / f"{clip.out_name}.json", out_clip, limits_sha)
+        if done is not None:
+            results[clip.name] = done
+            continue
+        tasks.append((clip.name, (job, tuple(clip), limits, str(out_clip) if out_clip else None)))
+    out_names = {clip.name: clip.out_name for clip in clips}
     progress = _Progress(job, len(clips), len(clips) - len(tasks), stream)
     memory = []
 
@@ -242,25 +279,48 @@ def run_batch(job, inputs, output, limits=None, model="auto", jobs=1, stream=Non
             failures[name] = payload
             progress.tick(name, True)
             return
-        if job != "fit":
+        if job == "fit":
+            sample_cache.write_samples(samples_dir / f"{out_names[name]}.npz", keys[name], payload)
+        else:
             payload["limits_sha256"] = limits_sha
-            clip_jobs.write_atomic(reports_dir / f"{name}.json", _json_bytes(payload))
+            clip_jobs.write_atomic(reports_dir / f"{out_names[name]}.json", _json_bytes(payload))
         results[name] = payload
         progress.tick(name, False)
 
     start = time.monotonic()
-    if jobs > 1 and tasks:
-        _check_parallel_possible()
-    _run_tasks(tasks, min(jobs, max(len(tasks), 1)), on_result)
+    if scheduler and tasks:
+        from .dask_cluster import run_on_dask
+
+        run_on_dask(scheduler, tasks, on_result, _package()[1])
+    else:
+        if jobs > 1 and tasks:
+            _check_parallel_possible()
+        _run_tasks(tasks, min(jobs, max(len(tasks), 1)), on_result)
     if job == "fit":
-        summary = _fit(results, failures, model, output)
+        summary = _fit(results, failures, model, output, rig, bone_map)
     else:
         summary = _summary(job, results, failures, Path(limits).name, limits_sha)
     clip_jobs.write_atomic(output / "summary.json", _json_bytes(summary))
     from .summary_text import summary_markdown
 
-    clip_jobs.write_atomic(output / "summary.md", summary_markdown(summary).encode("utf-8"))
-    stats = {"seconds": time.monotonic() - start, "peak_memory_mb": max(memory, default=0.0), "ran": len(tasks)}
+    picture = no_picture = None
+    if pictures and job != "fit":
+        from .summary_pictures import PICTURE, draw_summary
+
+        png, no_picture = draw_summary(summary)
+        if png is not None:
+            clip_jobs.write_atomic(output / PICTURE, png)
+            picture = PICTURE
+    text = summary_markdown(summary, picture, no_picture)
+    clip_jobs.write_atomic(output / "summary.md", text.encode("utf-8"))
+    workers = [m for m in memory if m is not None]
+    stats = {
+        "seconds": time.monotonic() - start,
+        "ran": len(tasks),
+        "ran_in_workers": len(workers),
+        "worker_peak_mb": max(workers) if workers else None,
+        "process_peak_mb": clip_jobs.peak_memory_mb(),
+    }
     return summary, stats
 
 
@@ -315,38 +375,44 @@ def _summary(job, results, failures, limits_name, limits_sha):
     }
 
 
-def _fit(results, failures, model, output):
+def _fit(results, failures, model, output, rig=None, bone_map=None):
     """Pool the clips' samples per bone (clip order: by name), fit each bone, write the limit
-    set; returns the summary."""
+    set (and onto ``rig``); returns the summary."""
     from ..limits.constants import BONE_AXIS
     from ..limits.joint import JointLimit
     from ..limits.model import model_class
 
     names = sorted(results)
     heading = sorted({b for n in names for b in results[n]["heading"]})
-    pooled, labels = {}, {}
+    pooled, labels, rests = {}, {}, {}
     for n in names:
         for bone, q in results[n]["bones"].items():
             if len(q):
                 pooled.setdefault(bone, []).append(q)
                 labels.setdefault(bone, []).append(np.full(len(q), n, dtype=object))
+                rests.setdefault(bone, results[n]["rest"][bone])  # the first clip's rest
+    pooled = {b: np.concatenate(v) for b, v in pooled.items()}
+    labels = {b: np.concatenate(v) for b, v in labels.items()}
     available = {"padding": 0.05, "mode": "FULL", "twist_axis": BONE_AXIS.copy(), "order": "XYZ", "target": 0.99}
     try:
         allowed = model_class(model).FIT_OPTIONS
     except (KeyError, ValueError):
         raise ValueError(f"unknown model kind {model!r}") from None
+
+    def fit(cloud, bone):
+        options = {k: available[k] for k in allowed if k in available}
+        if "clips" in allowed:
+            options["clips"] = labels[bone]
+        return JointLimit.fit(cloud, kind=model, **options)
+
     limits, skipped, samples = {}, {}, {}
     for bone in sorted(pooled):
-        cloud = np.concatenate(pooled[bone])
-        samples[bone] = len(cloud)
+        samples[bone] = len(pooled[bone])
         if bone in heading:
             skipped[bone] = "carries the heading or travel (a root, or its position channels move): not limited"
             continue
-        options = {k: available[k] for k in allowed if k in available}
-        if "clips" in allowed:
-            options["clips"] = np.concatenate(labels[bone])
         try:
-            limits[bone] = JointLimit.fit(cloud, kind=model, **options)
+            limits[bone] = fit(pooled[bone], bone)
         except (ValueError, np.linalg.LinAlgError) as err:
             skipped[bone] = f"fit failed: {err}"
     if not limits:
@@ -357,6 +423,11 @@ def _fit(results, failures, model, output):
         raise ValueError(f"no bone could be fitted ({why})")
     text = limit_set_text(limits, clips=names, model=model, samples=samples, skipped=skipped)
     clip_jobs.write_atomic(output / "limits.json", text.encode("utf-8"))
+    onto = None
+    if rig:
+        from .onto_rig import fit_onto_rig
+
+        onto = fit_onto_rig(rig, pooled, rests, set(heading), limits, fit, bone_map)
     clips = [{"clip": n, "status": "ok", "frames": results[n]["frames"]} for n in names]
     clips += [{"clip": n, "status": "failed", "error": failures[n]} for n in sorted(failures)]
     clips.sort(key=lambda c: c["clip"])
@@ -376,4 +447,5 @@ def _fit(results, failures, model, output):
             {"bone": b, "samples": samples[b], **({"model": limits[b].model.kind} if b in limits else {"skipped": skipped[b]})}
             for b in sorted(samples)
         ],
+        **({"rig": onto} if onto else {}),
     }

@@ -6,8 +6,9 @@ def _worst(w):
     return f"{w['degrees']:.1f}° ({w['bone']}, frame {w['frame']})" if w else "-"
 
 
-def summary_markdown(s):
-    """Markdown text of a summary dict from :func:`.runner.run_batch`."""
+def summary_markdown(s, picture=None, no_picture=None):
+    """Markdown text of a summary dict from :func:`.runner.run_batch`, showing the file
+    ``picture`` (beside it) or saying why there is none (``no_picture``)."""
     out = [f"# Joint Limits batch {s['job']}", ""]
     failed = [c for c in s["clips"] if c["status"] == "failed"]
     if s["job"] == "fit":
@@ -20,6 +21,21 @@ def summary_markdown(s):
             "| --- | ---: | --- |",
         ]
         out += [f"| {b['bone']} | {b['samples']} | {b.get('model') or 'none: ' + b['skipped']} |" for b in s["bones"]]
+        rig = s.get("rig")
+        if rig:
+            out += [
+                "",
+                f"## Onto the rig {rig['file']}",
+                "",
+                f"Limits stored on {len(rig['bones'])} bones of the armature `{rig['armature']}` (the file was saved); "
+                f"{len(rig['refitted_in_rig_space'])} refitted in the rig's bone space (their rest orientation differs "
+                f"from the clips'). Rig bones without a clip bone: {', '.join(rig['rig_bones_unmatched']) or 'none'}.",
+                "",
+                "| rig bone | clip bone |",
+                "| --- | --- |",
+            ]
+            out += [f"| {r} | {c} |" for r, c in sorted(rig["bones"].items())]
+            out += [f"| {r} | not limited: {why} |" for r, why in sorted(rig["not_limited"].items())]
     else:
         verb = "Checked" if s["job"] == "check" else "Cleaned"
         out += [
@@ -31,14 +47,16 @@ def summary_markdown(s):
             f"- worst violation: {_worst(s['worst'])}" + (f" in {s['worst']['clip']}" if s["worst"] else ""),
             "",
             "Violations are degrees from a bone's rotation to the nearest rotation its limit allows. Frames are "
-            "numbered from 1, as Blender's importer keys them."
+            "numbered as Blender keys them: a BVH clip's from 1, as its importer does; a .blend or FBX clip's "
+            "as its action's."
             + (" Cleaned clips (in `clips/`) rewrite only the rotation channels of those frames." if s["job"] == "clean" else ""),
             "",
-            "## Clips, worst first",
-            "",
-            "| clip | frames out | bones out | worst |",
-            "| --- | ---: | ---: | --- |",
         ]
+        if picture:
+            out += [f"![Left: bones by worst violation. Right: clips by share of frames out.]({picture})", ""]
+        elif no_picture:
+            out += [f"(No picture: {no_picture}.)", ""]
+        out += ["## Clips, worst first", "", "| clip | frames out | bones out | worst |", "| --- | ---: | ---: | --- |"]
         ok = sorted(
             (c for c in s["clips"] if c["status"] == "ok"), key=lambda c: (-(c["worst"] or {"degrees": 0})["degrees"], c["clip"])
         )

@@ -14,6 +14,9 @@ IDENTITY_QUATERNION.flags.writeable = False
 #: space), so that projected rotations count as inside despite rounding.
 CONTAINS_TOLERANCE = 1e-9
 
+#: Violations below this (radians) count as inside (reports, batch check and clean).
+INSIDE_TOLERANCE = 1e-4
+
 #: Rows per batch of a large projection or lookup: a batch's per-row temporaries stay in the
 #: CPU cache, and a batch is large enough that the per-call overhead of numpy costs little.
 CHUNK_ROWS = 16384

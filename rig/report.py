@@ -5,13 +5,11 @@ import math
 
 import numpy as np
 
+from ..limits.constants import INSIDE_TOLERANCE
 from .bake import limited_bones
 from .bone_errors import NOT_FINITE, guarded
 from .evaluate import evaluated_local_transforms
 from .sampling import temporarily_assigned
-
-#: Violations below this (radians) count as inside.
-INSIDE_TOLERANCE = 1e-4
 
 
 def violation_report(obj, scene, action, frames, bone_names=None, progress=None, skipped=None):

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """``joint_limits batch``: the numpy BVH reader against Blender's importer, and fit / check /
 clean over generated clips (written by the project's own BVH writer) with a corrupt clip, a
-crashing clip, an interrupted run and two workers."""
+crashing clip, an interrupted run and two workers, and the summary's picture."""
 
 import json
 import re
+import sys
 
 import bpy
 import numpy as np
@@ -208,3 +209,20 @@ def test_bad_batch_input_is_one_message(clean_file, addon, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "needs --limits" in err and "no such clip" in err and "not a Joint Limits limit set" in err and "--jobs" in err
     assert "Traceback" not in err
+
+
+def test_pictures_beside_the_summary_or_why_not(clean_file, addon, limits, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    lib, limit_file = limits
+    main = addon.cli.main
+    args = ["batch", "check", str(lib), "--limits", str(limit_file), "--pictures"]
+    assert main([*args, "--output", str(tmp_path / "a")]) == 1
+    png = (tmp_path / "a" / "summary.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and "![" in (tmp_path / "a" / "summary.md").read_text()
+    assert main([*args, "--output", str(tmp_path / "b")]) == 1
+    assert (tmp_path / "b" / "summary.png").read_bytes() == png, "no date or version in the picture"
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    assert main([*args, "--output", str(tmp_path / "c")]) == 1
+    assert not (tmp_path / "c" / "summary.png").exists()
+    assert "No picture: matplotlib is not installed" in (tmp_path / "c" / "summary.md").read_text()
