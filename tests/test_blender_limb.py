@@ -107,6 +107,21 @@ def test_a_limb_range_is_saved_reloaded_and_undone_exactly(clean_file, addon, tm
     )
 
 
+def test_clear_removes_the_limb_range_alone_or_with_the_rest(clean_file, addon):
+    obj = _fitted_humanoid(addon)
+    pb = obj.pose.bones[MIDDLE]
+    assert pb.joint_limit.has_limb and pb.joint_limit.has_cloud
+    bpy.ops.ed.undo_push(message="fitted")
+    assert bpy.ops.pose.joint_limits_clear("EXEC_DEFAULT", True, what="LIMB") == {"FINISHED"}
+    pb = bpy.data.objects["Humanoid"].pose.bones[MIDDLE]
+    assert not pb.joint_limit.has_limb and pb.joint_limit.has_cloud  # the samples stay
+    bpy.ops.ed.undo()
+    pb = bpy.data.objects["Humanoid"].pose.bones[MIDDLE]
+    assert pb.joint_limit.has_limb
+    assert bpy.ops.pose.joint_limits_clear(what="ALL") == {"FINISHED"}
+    assert not (pb.joint_limit.has_limb or pb.joint_limit.has_cloud or pb.joint_limit.has_limit)
+
+
 def test_a_corrupt_stored_limb_range_is_refused_when_read(clean_file, addon):
     obj = _fitted_humanoid(addon)
     pb = obj.pose.bones[MIDDLE]
