@@ -125,6 +125,7 @@ def cli_fit(args):
         limbs_fitted += 1
         print(
             f"fitted the limb range {limb.root} -> {limb.middle}: {len(model.params['samples'])} directions, {model.nbytes()} bytes"
+            f" (picture: image 'JL {obj.name} {limb.middle} limb range')"
         )
     if not fitted or limbs_fitted < len(limbs):
         return 1

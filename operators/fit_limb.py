@@ -29,6 +29,7 @@ class JOINTLIMITS_OT_fit_limb(bpy.types.Operator):
         self.report(
             {"INFO"},
             f"Fitted the limb range {limb.root} -> {pb.name} from {pb.joint_limit.cloud_count} poses: "
-            f"{kept} of {model.config['sample_count']} directions, {model.nbytes()} bytes",
+            f"{kept} of {model.config['sample_count']} directions, {model.nbytes()} bytes; "
+            f"its picture is the image 'JL {obj.name} {pb.name} limb range'",
         )
         return {"FINISHED"}

@@ -18,9 +18,11 @@ anything else. The model is stored as JSON in the armature's data store
 import numpy as np
 
 from ..limits.limb_geometry import limb_joints, swivel_angle
+from ..limits.limb_picture import limb_range_picture
 from ..limits.limb_rom import LimbRangeOfMotion, limb_from_json, limb_to_json
 from ..limits.quaternion import quaternion_from_matrix
 from .storage import read_cloud_clips, read_parsed, remember_parsed
+from .texture import new_image
 
 #: Fewest poses a limb range of motion is fitted from (below, the sphere of directions is
 #: mostly empty and the fit says so instead of guessing).
@@ -73,11 +75,13 @@ def limb_poses(obj, middle):
 
 def fit_limb(obj, middle, **options):
     """Fit the range of motion of the limb whose middle bone is ``middle`` from the two bones'
-    samples, store it with the middle bone and return it. ``options`` go to
-    :meth:`..limits.limb_rom.LimbRangeOfMotion.fit`. Nothing is written when it fails."""
+    samples, store it with the middle bone, draw its picture (:func:`limb_picture`) and return
+    it. ``options`` go to :meth:`..limits.limb_rom.LimbRangeOfMotion.fit`. Nothing is written
+    when it fails."""
     _, mid, end = limb_poses(obj, middle)
     model = LimbRangeOfMotion.fit_joints(np.zeros(3), mid, end, **options)
     write_limb(obj.pose.bones[middle], model)
+    limb_picture(obj, middle, model)
     return model
 
 
@@ -92,6 +96,17 @@ def write_limb(pose_bone, model):
     settings = pose_bone.joint_limit
     settings.limb_data = text
     remember_parsed(settings, "limb", text, model)
+
+
+def limb_picture(obj, middle, model, size=256):
+    """The seed's equal-area picture of ``model`` (:func:`..limits.limb_picture.limb_range_picture`:
+    reach left, swivel range right, white where the end cannot go) as the packed image
+    ``JL <object> <middle> limb range`` (replaced on every fit, saved with the file)."""
+    picture = limb_range_picture(model, size)[::-1]  # (Blender's rows start at the bottom)
+    image = new_image(f"JL {obj.name} {middle} limb range", picture, float_buffer=False, data=False)
+    image.pack()
+    image.use_fake_user = True  # nothing else uses it: keep it through save/reload
+    return image
 
 
 def read_limb(pose_bone):

@@ -48,14 +48,15 @@ def _pixels(image):
     return px.reshape(h, w, image.channels).astype(float)
 
 
-def _new_image(name, array, float_buffer=True):
-    """A data-colour-space image holding ``array (H, W, 4)``, replacing one of that name."""
+def new_image(name, array, float_buffer=True, data=True):
+    """An image holding ``array (H, W, 4)`` (row 0 at the bottom, as Blender stores pixels),
+    replacing one of that name; ``data``: in the data colour space (values, not colours)."""
     old = bpy.data.images.get(name)
     if old is not None:
         bpy.data.images.remove(old)
     h, w, _ = array.shape
     image = bpy.data.images.new(name, width=w, height=h, alpha=True, float_buffer=float_buffer)
-    image.colorspace_settings.is_data = True
+    image.colorspace_settings.is_data = data
     image.alpha_mode = "NONE"
     image.pixels.foreach_set(np.ascontiguousarray(array, dtype=np.float32).ravel())
     return image
@@ -64,7 +65,7 @@ def _new_image(name, array, float_buffer=True):
 def edit_image(obj, pose_bone):
     """Create (or refresh) the bone's packed texture image from its fitted limit; returns it."""
     limit = texture_limit(pose_bone)
-    image = _new_image(image_name(obj, pose_bone), limit.model.params["image"])
+    image = new_image(image_name(obj, pose_bone), limit.model.params["image"])
     image.pack()
     image.use_fake_user = True  # nothing else uses it: keep it through save/reload
     return image
@@ -100,10 +101,10 @@ def export_texture(pose_bone, path):
     suffix = path.suffix.lower()
     if suffix == ".png":
         array = to_kelly_rgba8(limit.model).astype(np.float32) / 255.0
-        image = _new_image("JL export", array, float_buffer=False)
+        image = new_image("JL export", array, float_buffer=False)
         fmt, depth = "PNG", "8"
     elif suffix == ".exr":
-        image = _new_image("JL export", limit.model.params["image"])
+        image = new_image("JL export", limit.model.params["image"])
         fmt, depth = "OPEN_EXR", "32"
     else:
         raise ValueError(f"texture files end in .png (Kelly 8-bit) or .exr (float), got {path.name!r}")

@@ -84,9 +84,18 @@ def test_a_limb_range_fitted_from_samples_holds_held_back_motion(clean_file, add
 def test_a_limb_range_is_saved_reloaded_and_undone_exactly(clean_file, addon, tmp_path):
     obj = _fitted_humanoid(addon)
     text = obj.pose.bones[MIDDLE].joint_limit.limb_data
+    picture = bpy.data.images[f"JL Humanoid {MIDDLE} limb range"]  # the seed's equal-area picture
+    assert tuple(picture.size) == (512, 256) and picture.packed_file is not None
+    pixels = np.empty(512 * 256 * 4, dtype=np.float32)
+    picture.pixels.foreach_get(pixels)
     path = str(tmp_path / "limb.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)  # (starts the undo stack here)
+    again = np.empty_like(pixels)
+    bpy.data.images[f"JL Humanoid {MIDDLE} limb range"].pixels.foreach_get(again)
+    np.testing.assert_array_equal(again, pixels)
+    white = np.all(pixels.reshape(-1, 4)[:, :3] == 1.0, axis=-1)
+    assert 0.05 < white.mean() < 0.95  # the arm reaches part of the sphere
     obj = bpy.data.objects["Humanoid"]
     pb = obj.pose.bones[MIDDLE]
     assert pb.joint_limit.limb_data == text
