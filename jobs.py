@@ -10,7 +10,7 @@ from .rig import datastore
 from .rig.actions import action_frames
 from .rig.bake import bake_action
 from .rig.bone_errors import SkippedBones, guarded
-from .rig.fit_report import rig_report_text
+from .rig.fit_report import rig_report_text, write_report_text
 from .rig.fitting import fit_pose_bone
 from .rig.limb import fit_limb, limb_rest
 from .rig.report import report_text, violation_report
@@ -97,6 +97,7 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
             fitted.append(name)
     report = rig_report_text([obj.pose.bones[name] for name in fitted])
     if report:
+        write_report_text([obj.pose.bones[name] for name in fitted])  # (and its picture, saved with the file)
         print(report, end="")
     return fitted, [f"{name}: {why}" for name, why in skipped.items()]
 

@@ -5,7 +5,10 @@ block *Joint Limits Fit Report*."""
 
 import json
 
+from ..limits.tradeoff_picture import COLUMNS, tradeoff_picture
+
 TEXT_NAME = "Joint Limits Fit Report"
+PICTURE_NAME = "JL Fit Trade-off"
 
 
 def read_report(settings):
@@ -76,14 +79,23 @@ def rig_report_text(pose_bones):
         "Cross-validated fit: each model fitted without a fold of the samples, tested on it.",
         "recall: held-out samples inside (worst fold); volume: share of all rotations accepted.",
         "* chosen (least volume meeting the target), - missed the target.",
+        f"The image '{PICTURE_NAME}' draws it: a panel per bone below, in rows of {COLUMNS}; in each,",
+        "a dot per model at its volume (across, log scale, 0.01% to 100%) and recall (up, log scale",
+        "of the share missed: 50% missed at the bottom, 0.1% at the top), the dashed line the target,",
+        "the chosen model ringed. Colours: Euler box red, box orange, oriented box yellow, ellipsoid",
+        "green, k-DOP blue.",
         "",
     ]
     return "\n".join(head + out).rstrip() + "\n"
 
 
 def write_report_text(pose_bones):
-    """Fill the text block :data:`TEXT_NAME` with :func:`rig_report_text`; returns it (or None)."""
+    """Fill the text block :data:`TEXT_NAME` with :func:`rig_report_text` and draw the image
+    :data:`PICTURE_NAME` (:func:`..limits.tradeoff_picture.tradeoff_picture`, the bones with a
+    report in the same order); returns the text block (or None when no bone has a report)."""
     import bpy
+
+    from .texture import new_image
 
     text = rig_report_text(pose_bones)
     if not text:
@@ -91,4 +103,8 @@ def write_report_text(pose_bones):
     block = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
     block.clear()
     block.write(text)
+    reports = [r for r in (read_report(pb.joint_limit) for pb in pose_bones) if r is not None]
+    image = new_image(PICTURE_NAME, tradeoff_picture(reports)[::-1], float_buffer=False, data=False)
+    image.pack()
+    image.use_fake_user = True  # nothing else uses it: keep it through save/reload
     return block

@@ -38,6 +38,17 @@ def test_samples_remember_their_action_and_auto_is_cross_validated_by_action(cle
     assert limit.model.kind == chosen["kind"]
     text = bpy.data.texts[addon.rig.fit_report.TEXT_NAME].as_string()
     assert "lower: 2 folds by clips" in text and "upper:" in text
+    # the trade-off picture: a panel per bone (upper, lower), the chosen model ringed in white
+    image = bpy.data.images[addon.rig.fit_report.PICTURE_NAME]
+    height, width = addon.limits.tradeoff_picture.PANEL
+    assert tuple(image.size) == (2 * width, height) and image.packed_file is not None
+    pixels = np.empty(2 * width * height * 4, dtype=np.float32)
+    image.pixels.foreach_get(pixels)
+    lower = pixels.reshape(height, 2 * width, 4)[::-1, width:, :3]  # (top row first)
+    row, col = addon.limits.tradeoff_picture._to_pixel(chosen["volume"], chosen["recall"], height, width)
+    np.testing.assert_allclose(lower[row - 4, col], 1.0, atol=0.01)  # the ring around the chosen dot
+    colour = addon.limits.tradeoff_picture.KIND_COLOURS[chosen["kind"]]
+    np.testing.assert_allclose(lower[row, col], colour, atol=0.01)
     # appending keeps the earlier clips; the clip runs survive a mirror-free refit
     assert bpy.ops.pose.joint_limits_sample(source="NAMED", action_names="Walk", append=True) == {"FINISHED"}
     assert addon.rig.storage.read_cloud_clips(pb)[1] == [("Walk", 90), ("Run", 60), ("Walk", 90)]
