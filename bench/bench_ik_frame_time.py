@@ -5,10 +5,16 @@ of the limbs' limited reach. Played with live enforcement on (the limbs solved w
 limits by rig/limited_ik.py) against the same rig with Blender's IK alone and enforcement off.
 Target (issue 12): <= 1.5x.
 
-    ./dev bench bench/bench_ik_frame_time.py [--bones 60] [--frames 300] [--model kdop] [--rounds 3]
+    ./dev bench bench/bench_ik_frame_time.py [--bones 60] [--frames 300] [--model kdop] [--rounds 3] [--profile]
+
+With ``--profile``, one more first play and later play run under cProfile and their heaviest
+functions (own time and cumulative) are printed after the figures.
 """
 
 import argparse
+import cProfile
+import io
+import pstats
 import time
 
 import _setup
@@ -32,15 +38,9 @@ def limbs(obj, count):
     return found
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bones", type=int, default=60)
-    p.add_argument("--frames", type=int, default=300)
-    p.add_argument("--model", default="kdop")
-    p.add_argument("--limbs", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=3, help="passes per set-up, interleaved; the best is kept")
-    args = p.parse_args()
-
+def build(args):
+    """The bench rig: ``args.bones`` limited bones, ``args.limbs`` of them two-bone limbs with an IK
+    aiming at a keyed Empty; returns ``(object, limbs, fit ms per bone)``."""
     obj, motion = _setup.random_rig(addon, args.bones, args.frames)
     scene = bpy.context.scene
     bpy.ops.pose.select_all(action="SELECT")
@@ -70,6 +70,22 @@ def main():
         con = obj.pose.bones[lower].constraints.new("IK")
         con.target, con.chain_count = target, 2
 
+    return obj, chosen, fit_ms
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bones", type=int, default=60)
+    p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--model", default="kdop")
+    p.add_argument("--limbs", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=3, help="passes per set-up, interleaved; the best is kept")
+    p.add_argument("--profile", action="store_true", help="profile a first and a later play after the timed rounds")
+    args = p.parse_args()
+
+    obj, chosen, fit_ms = build(args)
+    scene = bpy.context.scene
+
     enforcement = addon.enforcement
     times = {
         "Blender's IK alone (enforcement off)": [],
@@ -85,6 +101,15 @@ def main():
         times["limited IK, first play (every frame solved)"].append(_setup.play(scene, args.frames))
         times["limited IK, later plays (solutions remembered)"].append(_setup.play(scene, args.frames))
     scene.joint_limits.enforce_live = False
+    profiles = {}
+    if args.profile:
+        enforcement.reset()
+        scene.joint_limits.enforce_live = True
+        for name in ("first play", "later play"):
+            profiler = cProfile.Profile()
+            profiler.runcall(_setup.play, scene, args.frames)
+            profiles[name] = profiler
+        scene.joint_limits.enforce_live = False
 
     print(
         f"{args.bones} limited bones ({args.model}, fitted in {fit_ms:.1f} ms each), {len(chosen)} two-bone IK limbs, {args.frames} frames"
@@ -93,6 +118,12 @@ def main():
     for name, values in times.items():
         best = min(values)
         print(f"  {name:48s} {best:8.2f} ms/frame  ({best / base:5.2f}x)")
+    for name, profiler in profiles.items():
+        for order in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(25)
+            print(f"\n== profile of the {name}, {args.frames} frames, by {order} ==")
+            print(out.getvalue().split("\n\n", 1)[-1].rstrip())
 
 
 if __name__ == "__main__":
