@@ -288,9 +288,9 @@ def enforce_object(obj, depsgraph=None):
             depsgraph = bpy.context.evaluated_depsgraph_get()
         stale = moved
         if rig.chains:
-            if limited_ik.hold(obj, rig.chains) or stale:
-                depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
-            moved += limited_ik.solve(obj, depsgraph, rig.chains)
+            # (solve evaluates the rig again, IK muted and the limited basis, only for a chain
+            # it cannot look up)
+            moved += limited_ik.solve(obj, depsgraph, rig.chains, limited_ik.hold(obj, rig.chains) or stale)
             stale = True
         if rig.corrected is not None:
             if stale:

@@ -29,7 +29,9 @@ import numpy as np
 from ..limits import ik
 from ..limits.quaternion import quaternion_conjugate, quaternion_from_exp_map, quaternion_multiply, quaternion_rotate, slerp
 from . import corrective
+from .bake import moved_bones
 from .limb import limb_swivels
+from .pose_io import PoseArrays
 
 #: A target that moved less than this share of the chain's reach since the last solve continues
 #: from that solve (a drag, playback) instead of searching the whole reachable set again.
@@ -49,6 +51,8 @@ class HeldChain:
     def __init__(self, obj, owner, constraint, names, limits, limb=None):
         self.owner, self.constraint = owner, constraint
         self.names = names
+        #: the chain's rows in ``obj.pose.bones``
+        self.name_rows = np.array([obj.pose.bones.find(n) for n in names], dtype=np.intp)
         self.limits = limits
         #: the limb range of motion of a two-bone chain (stored with its middle bone), or None
         self.limb = limb
@@ -69,6 +73,11 @@ class HeldChain:
         self.previous_target = None
         #: solutions by their inputs (:func:`_solution`)
         self.memo = {}
+        #: rows (in ``obj.pose.bones``) of the bones whose basis alone sets the chain's inputs
+        #: (:func:`_key_rows`), or None: the inputs are read from the evaluated rig each frame
+        self.rows = None
+        #: the held chains above it whose solutions it is solved on (:func:`_key_rows`)
+        self.depends = ()
 
 
 def chain_names(pose_bone, constraint):
@@ -131,7 +140,57 @@ def find(obj, limit_of, limb_of=None):
             limb = limb_of(names[1]) if limb_of is not None and len(names) == 2 else None
             if names and (limb is not None or any(limit is not None for limit in limits)):
                 chains.append(HeldChain(obj, pb.name, con.name, names, limits, limb))
+    held = {(chain.owner, chain.constraint) for chain in chains}
+    for i, chain in enumerate(chains):
+        chain.rows, chain.depends = _key_rows(obj, chain, chains[:i], chains[i + 1 :], held)
     return chains
+
+
+def _key_rows(obj, chain, before, after, held):
+    """``(rows, depends)``: the rows of the bones whose basis channels, with the targets' world
+    matrices and the solutions of the held chains ``depends`` (of ``before``, which are solved
+    first) above it, set everything ``chain`` is solved from: its starting pose, its root's
+    posed parent, a bone target's position. Those are the chain, its root's ancestors and bone
+    targets with theirs, when nothing else poses them (a live constraint, Blender's IK, a held
+    chain of ``after``). Else ``(None, ())``: the chain's inputs are read from the evaluated
+    rig. A target object must not hang from the rig (its world matrix is read before the rig's
+    limited pose is evaluated)."""
+    pose_bones = obj.pose.bones
+    con = pose_bones[chain.owner].constraints[chain.constraint]
+    names = set(chain.names) | {b.name for b in pose_bones[chain.names[0]].parent_recursive}
+    for target, subtarget in ((con.target, con.subtarget), (con.pole_target, con.pole_subtarget)):
+        if target is None:
+            continue
+        if target == obj:
+            if subtarget not in pose_bones:
+                return None, ()
+            names |= {subtarget} | {b.name for b in pose_bones[subtarget].parent_recursive}
+        elif _hangs_from(target, obj):
+            return None, ()
+    depends = [other for other in before if names & set(other.names)]
+    if any(other.rows is None for other in depends) or any(names & set(other.names) for other in after):
+        return None, ()
+    solved = {(other.owner, other.constraint) for other in depends} | {(chain.owner, chain.constraint)}
+    corrected = set().union(chain.names, *(other.names for other in depends))
+    for pb in pose_bones:
+        for c in pb.constraints:
+            if (pb.name, c.name) in solved or (corrective.is_corrective(c) and pb.name in corrected):
+                continue
+            if (pb.name, c.name) in held or not c.mute:
+                if names & moved_bones(pb, c):
+                    return None, ()
+    return np.array([pose_bones.find(n) for n in sorted(names)], dtype=np.intp), depends
+
+
+def _hangs_from(target, obj):
+    """Whether object ``target`` is parented to or constrained by ``obj``, or by something that is."""
+    seen = set()
+    while target is not None and target.name not in seen:
+        seen.add(target.name)
+        if target == obj or any(getattr(c, "target", None) == obj for c in target.constraints):
+            return True
+        target = target.parent
+    return False
 
 
 def hold(obj, chains):
@@ -190,32 +249,97 @@ def _local(obj, evaluated, name):
     return np.array(m.to_quaternion(), dtype=float)
 
 
-def solve(obj, depsgraph, chains):
-    """Solve each held chain of ``obj`` on ``depsgraph``'s evaluated rig and write its bones'
-    correctives; returns how many chain bones it posed. A chain whose root's parent another
-    chain moved is solved after an update."""
+class _Basis:
+    """Every pose bone's basis channels (rotation in its mode, location, scale) as Blender holds
+    them: the bytes of a chain's rows key its solution exactly (:func:`_key_rows`)."""
+
+    def __init__(self, pose_bones):
+        self.rotations = PoseArrays(pose_bones)
+        n = len(pose_bones)
+        self.location = np.zeros((n, 3), dtype=np.float32)
+        self.scale = np.zeros((n, 3), dtype=np.float32)
+        pose_bones.foreach_get("location", self.location.ravel())
+        pose_bones.foreach_get("scale", self.scale.ravel())
+
+    def key(self, rows):
+        r = self.rotations
+        parts = (r.modes, r.quaternion, r.euler, r.axis_angle, self.location, self.scale)
+        return b"".join(a[rows].tobytes() for a in parts)
+
+
+def _matrix_bytes(matrix):
+    return np.array(matrix, dtype=np.float32).tobytes()
+
+
+def _exact_key(obj, chain, basis, con, keys):
+    """The bytes that set ``chain``'s solution when its inputs are its key rows' basis
+    (:func:`_key_rows`): those channels, the rig's and the target objects' world matrices, the
+    pole angle and the keys of the chains it depends on (``keys``: by chain, this frame's)."""
+    if any(keys.get(other) is None for other in chain.depends):
+        return None
+    parts = [basis.key(chain.rows), _matrix_bytes(obj.matrix_world), np.float64(con.pole_angle).tobytes()]
+    parts += [keys[other] for other in chain.depends]
+    for target in (con.target, con.pole_target):
+        parts.append(b"-" if target is None else b"=" if target == obj else _matrix_bytes(target.matrix_world))
+    return b"|".join(parts)
+
+
+def solve(obj, depsgraph, chains, stale=False):
+    """Solve each held chain of ``obj`` and write its bones' correctives; returns how many chain
+    bones it posed. A chain solved before from the same inputs gets that solution again without
+    evaluating anything; the others are solved on ``depsgraph``'s evaluated rig, evaluated
+    again first when ``stale`` (the basis was written since). A chain whose root's parent
+    another chain moved is solved after an update."""
+    pose_bones = obj.pose.bones
+    basis = _Basis(pose_bones) if any(chain.rows is not None for chain in chains) else None
+    posed = 0
+    pending = []
+    keys = {}
+    for chain in chains:
+        con = pose_bones[chain.owner].constraints.get(chain.constraint)
+        if con is None or not con.mute:
+            continue  # released meanwhile (a save, a bake): the plain IK poses the chain
+        cons = [pose_bones[n].constraints.get(corrective.CORRECTIVE) for n in chain.names]
+        if any(c is None for c in cons):
+            continue
+        key = keys[chain] = None if chain.rows is None else _exact_key(obj, chain, basis, con, keys)
+        hit = None if key is None else chain.memo.get(key)
+        if hit is None:
+            pending.append((chain, con, cons, key))
+            continue
+        q, chain.previous_target = hit
+        chain.previous = q
+        start = basis.rotations.local_quaternions(chain.name_rows)
+        _write(obj, depsgraph, chain, cons, start, q)
+        posed += len(chain.names)
+    if pending:
+        if stale:
+            depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
+        posed += _solve_evaluated(obj, depsgraph, pending, basis)
+    return posed
+
+
+def _solve_evaluated(obj, depsgraph, pending, basis):
+    """Solve the ``(chain, IK constraint, correctives, exact key or None)`` of ``pending`` from
+    the evaluated rig (see :func:`solve`)."""
     pose_bones = obj.pose.bones
     to_armature = np.linalg.inv(np.array(obj.matrix_world))
     written = set()
     posed = 0
-    for chain in chains:
-        owner = pose_bones[chain.owner]
-        con = owner.constraints.get(chain.constraint)
-        if con is None or not con.mute:
-            continue  # released meanwhile (a save, a bake): the plain IK poses the chain
+    for chain, con, cons, key in pending:
         if chain.parent is not None and written & {chain.parent, *(b.name for b in pose_bones[chain.parent].parent_recursive)}:
             depsgraph.update()
             written.clear()
         evaluated = obj.evaluated_get(depsgraph).pose.bones
-        cons = [pose_bones[n].constraints.get(corrective.CORRECTIVE) for n in chain.names]
-        if any(c is None for c in cons):
-            continue
-        start = np.array(
-            [
-                quaternion_multiply(_local(obj, evaluated, n), quaternion_conjugate(corrective.correction(c)))
-                for n, c in zip(chain.names, cons)
-            ]
-        )
+        if key is None:
+            start = np.array(
+                [
+                    quaternion_multiply(_local(obj, evaluated, n), quaternion_conjugate(corrective.correction(c)))
+                    for n, c in zip(chain.names, cons)
+                ]
+            )
+        else:  # nothing but the basis poses the chain: its exact starting pose
+            start = basis.rotations.local_quaternions(chain.name_rows)
         parent = np.eye(4) if chain.parent is None else np.array(evaluated[chain.parent].matrix)
         to_chain = np.linalg.inv(parent) @ to_armature
 
@@ -227,30 +351,40 @@ def solve(obj, depsgraph, chains):
         if con.pole_target is not None:
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
-        q = _solution(chain, start, target, pole, pole_angle)
-        influence = float(evaluated[chain.owner].constraints[chain.constraint].influence)  # (a driver's, an IK/FK switch)
-        if influence < 1.0:
-            q = slerp(start, q, influence)
-            q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
-        for c, s, r in zip(cons, start, q):
-            corrective.write(c, quaternion_multiply(quaternion_conjugate(s), r))
+        q = _solution(chain, start, target, pole, pole_angle, key)
+        _write(obj, depsgraph, chain, cons, start, q, evaluated)
         written.update(chain.names)
         posed += len(chain.names)
     return posed
 
 
-def _solution(chain, start, target, pole, pole_angle):
+def _write(obj, depsgraph, chain, cons, start, q, evaluated=None):
+    """Write the correctives that take the chain from ``start (n, 4)`` to its solution ``q``,
+    blended by the IK constraint's evaluated influence (a driver's: an IK/FK switch)."""
+    if evaluated is None:
+        evaluated = obj.evaluated_get(depsgraph).pose.bones
+    influence = float(evaluated[chain.owner].constraints[chain.constraint].influence)
+    if influence < 1.0:
+        q = slerp(start, q, influence)
+        q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
+    for c, d in zip(cons, quaternion_multiply(quaternion_conjugate(start), q)):
+        corrective.write(c, d)
+
+
+def _solution(chain, start, target, pole, pole_angle, key=None):
     """The chain's limited local rotations ``(n, 4)`` reaching for ``target`` from ``start``,
-    remembered by those inputs: played again, scrubbed or jumped to, a frame gets the pose it
-    got the first time, for a lookup (the solve is history-dependent only through the warm
-    start, which the memo then fixes)."""
-    # rounded: the starting pose is read back through the last frame's correction (float32)
-    key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
-    key = (key + 0.0).tobytes()  # (+ 0.0: one zero, not two)
+    remembered by those inputs (``key``: their exact bytes, :func:`_exact_key`; by default the
+    inputs rounded): played again, scrubbed or jumped to, a frame gets the pose it got the
+    first time, for a lookup (the solve is history-dependent only through the warm start,
+    which the memo then fixes)."""
+    if key is None:
+        # rounded: the starting pose is read back through the last frame's correction (float32)
+        key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
+        key = (key + 0.0).tobytes()  # (+ 0.0: one zero, not two)
     hit = chain.memo.get(key)
     if hit is not None:
-        chain.previous, chain.previous_target = hit, target
-        return hit
+        chain.previous, chain.previous_target = hit[0], target
+        return hit[0]
     reached_for = target
     if chain.limb is not None:
         target, pole, start = _limb_prestep(chain, start, target, pole, pole_angle)
@@ -272,7 +406,7 @@ def _solution(chain, start, target, pole, pole_angle):
     q = solution.local_rotations
     if len(chain.memo) >= MEMO_SIZE:
         chain.memo.clear()
-    chain.memo[key] = q
+    chain.memo[key] = (q, reached_for)
     chain.previous, chain.previous_target = q, reached_for
     return q
 
