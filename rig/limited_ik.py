@@ -28,7 +28,7 @@ import numpy as np
 
 from ..limits import ik
 from ..limits.quaternion import quaternion_conjugate, quaternion_from_exp_map, quaternion_multiply, quaternion_rotate, slerp
-from . import corrective
+from . import corrective, ik_lookahead
 from .bake import moved_bones
 from .limb import limb_swivels
 from .pose_io import PoseArrays
@@ -78,6 +78,8 @@ class HeldChain:
         self.rows = None
         #: the held chains above it whose solutions it is solved on (:func:`_key_rows`)
         self.depends = ()
+        #: what :mod:`.ik_lookahead` predicted for the chain (its ``Plan``), or None
+        self.plan = None
 
 
 def chain_names(pose_bone, constraint):
@@ -255,41 +257,63 @@ class _Basis:
 
     def __init__(self, pose_bones):
         self.rotations = PoseArrays(pose_bones)
-        n = len(pose_bones)
-        self.location = np.zeros((n, 3), dtype=np.float32)
-        self.scale = np.zeros((n, 3), dtype=np.float32)
-        pose_bones.foreach_get("location", self.location.ravel())
-        pose_bones.foreach_get("scale", self.scale.ravel())
+        self.location, self.scale = read_location_scale(pose_bones)
 
     def key(self, rows):
-        r = self.rotations
-        parts = (r.modes, r.quaternion, r.euler, r.axis_angle, self.location, self.scale)
-        return b"".join(a[rows].tobytes() for a in parts)
+        return basis_bytes(self.rotations, self.location, self.scale, rows)
 
 
-def _matrix_bytes(matrix):
+def read_location_scale(pose_bones):
+    """Every pose bone's ``(location (n, 3), scale (n, 3))``, float32 as Blender holds them."""
+    location = np.zeros((len(pose_bones), 3), dtype=np.float32)
+    scale = np.zeros_like(location)
+    pose_bones.foreach_get("location", location.ravel())
+    pose_bones.foreach_get("scale", scale.ravel())
+    return location, scale
+
+
+def basis_bytes(rotations, location, scale, rows, frame=...):
+    """The bytes of bones ``rows``' basis: ``rotations`` (a :class:`.pose_io.PoseArrays`, frame
+    ``frame`` of one over frames) and ``location``, ``scale`` ``(n, 3)``."""
+    parts = (rotations.quaternion[frame], rotations.euler[frame], rotations.axis_angle[frame], location, scale)
+    return rotations.modes[rows].tobytes() + b"".join(a[rows].tobytes() for a in parts)
+
+
+def matrix_bytes(matrix):
+    """A world matrix's bytes, float32 as Blender holds it."""
     return np.array(matrix, dtype=np.float32).tobytes()
 
 
+def target_bytes(obj, target):
+    """How a held chain's target (or pole) object enters its key: none, the rig, or its world matrix."""
+    return b"-" if target is None else b"=" if target == obj else matrix_bytes(target.matrix_world)
+
+
+def exact_key(basis, world, pole_angle, depends, targets):
+    """The key of a chain solved from nothing but ``basis`` (:func:`basis_bytes` of its key rows),
+    the rig's ``world`` matrix bytes, the pole angle, the keys of the chains it ``depends`` on
+    and its target and pole (:func:`target_bytes`)."""
+    return b"|".join((basis, world, np.float64(pole_angle).tobytes(), *depends, *targets))
+
+
 def _exact_key(obj, chain, basis, con, keys):
-    """The bytes that set ``chain``'s solution when its inputs are its key rows' basis
-    (:func:`_key_rows`): those channels, the rig's and the target objects' world matrices, the
-    pole angle and the keys of the chains it depends on (``keys``: by chain, this frame's)."""
-    if any(keys.get(other) is None for other in chain.depends):
+    """``chain``'s :func:`exact_key` this frame (``keys``: those of the chains solved before it),
+    or None when a chain it depends on has none."""
+    depends = [keys.get(other) for other in chain.depends]
+    if any(k is None for k in depends):
         return None
-    parts = [basis.key(chain.rows), _matrix_bytes(obj.matrix_world), np.float64(con.pole_angle).tobytes()]
-    parts += [keys[other] for other in chain.depends]
-    for target in (con.target, con.pole_target):
-        parts.append(b"-" if target is None else b"=" if target == obj else _matrix_bytes(target.matrix_world))
-    return b"|".join(parts)
+    targets = (target_bytes(obj, con.target), target_bytes(obj, con.pole_target))
+    return exact_key(basis.key(chain.rows), matrix_bytes(obj.matrix_world), con.pole_angle, depends, targets)
 
 
-def solve(obj, depsgraph, chains, stale=False):
+def solve(obj, depsgraph, chains, stale=False, limited=None):
     """Solve each held chain of ``obj`` and write its bones' correctives; returns how many chain
     bones it posed. A chain solved before from the same inputs gets that solution again without
-    evaluating anything; the others are solved on ``depsgraph``'s evaluated rig, evaluated
-    again first when ``stale`` (the basis was written since). A chain whose root's parent
-    another chain moved is solved after an update."""
+    evaluating anything. With ``limited`` (live enforcement's limited pose for an input pose,
+    see :func:`.ik_lookahead.solve_batch`), chains set by keyed motion alone are solved for a
+    batch of frames from this one (:mod:`.ik_lookahead`). The others are solved on
+    ``depsgraph``'s evaluated rig, evaluated again first when ``stale`` (the basis was written
+    since). A chain whose root's parent another chain moved is solved after an update."""
     pose_bones = obj.pose.bones
     basis = _Basis(pose_bones) if any(chain.rows is not None for chain in chains) else None
     posed = 0
@@ -312,8 +336,22 @@ def solve(obj, depsgraph, chains, stale=False):
         start = basis.rotations.local_quaternions(chain.name_rows)
         _write(obj, depsgraph, chain, cons, start, q)
         posed += len(chain.names)
+    if pending and limited is not None and any(key is not None for *_, key in pending):
+        # keyed motion: solve this frame and the next ones in one batch, then look them up
+        made = ik_lookahead.plan(obj, chains)
+        if made is not None and ik_lookahead.solve_batch(obj, made, depsgraph.scene.frame_current, limited):
+            left = []
+            for chain, con, cons, key in pending:
+                hit = None if key is None else chain.memo.get(key)
+                if hit is None:
+                    left.append((chain, con, cons, key))
+                    continue
+                chain.previous, chain.previous_target = hit
+                _write(obj, depsgraph, chain, cons, basis.rotations.local_quaternions(chain.name_rows), hit[0])
+                posed += len(chain.names)
+            pending = left
     if pending:
-        if stale:
+        if stale or posed:
             depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
         posed += _solve_evaluated(obj, depsgraph, pending, basis)
     return posed

@@ -300,3 +300,54 @@ def test_a_limb_range_fitted_on_org_bones_reaches_the_mechanism_chain(clean_file
     (chain,) = addon.enforcement.compiled(obj).chains
     assert chain.names == ["MCH-upper", "MCH-lower"]
     assert chain.limb is not None
+
+
+def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon, monkeypatch):
+    """Keyed motion (the rig's limited root and the IK target) is solved a batch of frames at a
+    time (rig/ik_lookahead.py): playing it solves no frame on its own, and every frame's pose is
+    the solver's for that frame's evaluated inputs, within the limits."""
+    q_lib = addon.limits.quaternion
+    obj, target, pole, con = _limb(addon)
+    root = obj.pose.bones["root"]
+    addon.rig.sampling.store_clouds(obj, {"root": cone_motion(q_lib, 240, half_angle=0.3, seed=4)})
+    root.joint_limit.model = "kdop"
+    addon.rig.fitting.fit_pose_bone(obj, root)
+    root.joint_limit.enabled = True  # (a hierarchy's root is fitted off: it may carry the heading)
+    frames = 30
+    motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
+    motion[:, 0] = cone_motion(q_lib, frames, half_angle=0.6, seed=5)  # often outside the root's limit
+    motion[:, 2] = (math.cos(0.2), math.sin(0.2), 0.0, 0.0)
+    addon.rig.humanoid.key_rotations(obj, motion, "Keyed")
+    for frame, location in zip((1, 10, 20, 30), _targets(4, seed=8)):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    limits = _limits(addon, obj)
+    root_limit = addon.rig.storage.read_limit(root)
+    (chain,) = addon.enforcement.compiled(obj).chains
+    played, moved_root = {}, 0
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+        played[frame] = [evaluated_local_rotation(obj, n) for n in CHAIN]
+        for limit, q in zip(limits, played[frame]):
+            assert limit.violation(q) < HALF_DEGREE, frame
+        assert root_limit.violation(evaluated_local_rotation(obj, "root")) < 1e-4, frame
+        moved_root += root_limit.violation(motion[frame - 1, 0]) > 0.05
+        # the solver, on this frame's evaluated inputs (the limited root's pose, the target)
+        to_chain = np.linalg.inv(np.array(root.matrix)) @ np.linalg.inv(np.array(obj.matrix_world))
+        aim, swivel = (to_chain[:3, :3] @ np.array(o.matrix_world.translation) + to_chain[:3, 3] for o in (target, pole))
+        expected = addon.limits.ik.solve_two_bone(
+            chain.chain, aim, swivel, con.pole_angle, limits, initial=motion[frame - 1, 1:3]
+        )
+        angle = q_lib.quaternion_angle(np.array(played[frame]), expected.local_rotations)
+        assert np.degrees(angle).max() < 0.05, (frame, np.degrees(angle))
+    assert moved_root > 5, "the root's keys leave its limit: the chain hangs from a limited pose"
+    assert not solved, f"{len(solved)} frames solved one at a time"
+    for frame in (17, 3, 30, 1, 22):  # scrubbing gives what playing gave
+        scene.frame_set(frame)
+        for q, expected in zip([evaluated_local_rotation(obj, n) for n in CHAIN], played[frame]):
+            assert q_lib.quaternion_angle(q, expected) < math.radians(0.01), frame
