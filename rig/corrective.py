@@ -27,6 +27,7 @@ pauses live enforcement and sets the correctives to influence 0 meanwhile.
 """
 
 import contextlib
+import math
 
 import bpy
 import numpy as np
@@ -183,21 +184,32 @@ def correction(con):
 
 
 def write(con, d):
-    """Make ``con`` apply ``d (4,)``; returns whether anything changed. The constraint's input
-    range is empty, so Blender applies its ``to_min`` rotation (``to_max`` is not read); a live
-    handler writes a few bones each frame, so the Euler angles come from ``mathutils`` (about
-    1 us, the numpy conversion of one quaternion 150 us) and only what differs is set (about
-    3 us per property, each tagging the rig)."""
-    if 2.0 * np.arccos(min(1.0, abs(d[0]))) < TOLERANCE:
+    """Make ``con`` apply ``d (4,)``; returns whether anything changed (see :func:`write_euler`)."""
+    return write_euler(con, euler_of(d))
+
+
+def euler_of(d):
+    """The corrective's angles for the rotation ``d (4,)``: a tuple of Blender's float32 values
+    (from ``mathutils``: about 1 us; numpy's conversion of one quaternion takes 150 us), or None
+    for a rotation below :data:`TOLERANCE` (the corrective is switched off)."""
+    if 2.0 * math.acos(min(1.0, abs(float(d[0])))) < TOLERANCE:
+        return None
+    return tuple(Quaternion(d).to_euler(ORDER))
+
+
+def write_euler(con, euler):
+    """Make ``con`` apply the angles ``euler`` (:func:`euler_of`; None: off); returns whether
+    anything changed. The constraint's input range is empty, so Blender applies its ``to_min``
+    rotation (``to_max`` is not read). Only what differs is set: each property set costs about
+    3 us and tags the rig."""
+    if euler is None:
         if con.influence != 0.0:
             con.influence = 0.0
             return True
         return False
-    euler = np.array(Quaternion(d).to_euler(ORDER), dtype=np.float32)
-    old = np.array([getattr(con, f"to_min_{a}_rot") for a in _AXES], dtype=np.float32)
-    changed = not np.array_equal(euler, old)
+    changed = (con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot) != euler
     if changed:
-        con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot = euler.tolist()
+        con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot = euler
     if con.influence != 1.0:
         con.influence, changed = 1.0, True
     if con.mute:

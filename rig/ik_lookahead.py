@@ -30,8 +30,11 @@ from .pose_io import CHANNEL_ARRAYS, PoseArrays
 MAX_FRAMES = 1500
 #: Frames solved in one batch when the first of them is met: a batched solve costs a fixed
 #: part (numpy calls, the limits' set-up: one frame alone takes tens of ms) and a part per
-#: frame (about 2 ms per two-bone chain at 300 frames, 3 ms at 100; bench_ik_frame_time.py).
-BATCH = 120
+#: frame. A two-bone chain with k-DOP limits whose targets are mostly out of the limited
+#: reach (bench_ik_frame_time.py) took, per frame, 3.6 ms in batches of 30, 1.9 of 120, 1.1 of
+#: 240, 0.9 of 480 (CPU time, 2-core machine under load), so a limb pauses playback about
+#: 0.25 s once every 240 frames.
+BATCH = 240
 
 #: Object channels that move an object's world matrix in ways not predicted here.
 _OBJECT_TRANSFORMS = {
@@ -265,13 +268,16 @@ def solve_batch(obj, made, frame, limited):
         )
         initial = poses.local_quaternions(chain.name_rows)[frames]
         solution = _solve(chain, target, pole, con.pole_angle if pole is not None else 0.0, initial)
+        if len(chain.memo) + len(frames) > limited_ik.MEMO_SIZE:
+            chain.memo.clear()
         for i, f in enumerate(frames):
             basis = limited_ik.basis_bytes(poses, made.location, made.scale, chain.rows, f)
             depends = [made.keys[d][f] for d in chain.depends]
             key = limited_ik.exact_key(basis, made.world_bytes, con.pole_angle, depends, (parts[0][i], parts[1][i]))
             made.keys[chain][f] = key
             made.solutions[chain][f] = solution[i]
-            chain.memo.setdefault(key, (solution[i], target[i]))
+            if key not in chain.memo:
+                chain.memo[key] = (solution[i], target[i], limited_ik.corrective_eulers(initial[i], solution[i]))
     return True
 
 

@@ -40,7 +40,7 @@ NEARBY = 0.1
 #: must gain for the next to run (:func:`..limits.ik.solve_chain`).
 CHAIN_SWEEPS = 60
 SETTLED = 1e-5
-#: Solutions remembered per chain (about 100 bytes each).
+#: Solutions remembered per chain (about 1 kB each with its key).
 MEMO_SIZE = 4096
 
 
@@ -316,6 +316,7 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
     since). A chain whose root's parent another chain moved is solved after an update."""
     pose_bones = obj.pose.bones
     basis = _Basis(pose_bones) if any(chain.rows is not None for chain in chains) else None
+    evaluated = obj.evaluated_get(depsgraph).pose.bones
     posed = 0
     pending = []
     keys = {}
@@ -327,34 +328,33 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
         if any(c is None for c in cons):
             continue
         key = keys[chain] = None if chain.rows is None else _exact_key(obj, chain, basis, con, keys)
-        hit = None if key is None else chain.memo.get(key)
-        if hit is None:
+        if not _remembered(chain, key, cons, basis, evaluated):
             pending.append((chain, con, cons, key))
             continue
-        q, chain.previous_target = hit
-        chain.previous = q
-        start = basis.rotations.local_quaternions(chain.name_rows)
-        _write(obj, depsgraph, chain, cons, start, q)
         posed += len(chain.names)
     if pending and limited is not None and any(key is not None for *_, key in pending):
         # keyed motion: solve this frame and the next ones in one batch, then look them up
         made = ik_lookahead.plan(obj, chains)
         if made is not None and ik_lookahead.solve_batch(obj, made, depsgraph.scene.frame_current, limited):
-            left = []
-            for chain, con, cons, key in pending:
-                hit = None if key is None else chain.memo.get(key)
-                if hit is None:
-                    left.append((chain, con, cons, key))
-                    continue
-                chain.previous, chain.previous_target = hit
-                _write(obj, depsgraph, chain, cons, basis.rotations.local_quaternions(chain.name_rows), hit[0])
-                posed += len(chain.names)
+            left = [item for item in pending if not _remembered(item[0], item[3], item[2], basis, evaluated)]
+            posed += sum(len(chain.names) for chain, *_ in pending) - sum(len(chain.names) for chain, *_ in left)
             pending = left
     if pending:
         if stale or posed:
             depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
         posed += _solve_evaluated(obj, depsgraph, pending, basis)
     return posed
+
+
+def _remembered(chain, key, cons, basis, evaluated):
+    """Write ``chain``'s remembered solution for the exact ``key`` (None: none); returns whether
+    there was one."""
+    hit = None if key is None else chain.memo.get(key)
+    if hit is None:
+        return False
+    chain.previous, chain.previous_target, eulers = hit
+    _write(chain, cons, _influence(evaluated, chain), hit[0], lambda: basis.rotations.local_quaternions(chain.name_rows), eulers)
+    return True
 
 
 def _solve_evaluated(obj, depsgraph, pending, basis):
@@ -390,23 +390,34 @@ def _solve_evaluated(obj, depsgraph, pending, basis):
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
         q = _solution(chain, start, target, pole, pole_angle, key)
-        _write(obj, depsgraph, chain, cons, start, q, evaluated)
+        _write(chain, cons, _influence(evaluated, chain), q, start)
         written.update(chain.names)
         posed += len(chain.names)
     return posed
 
 
-def _write(obj, depsgraph, chain, cons, start, q, evaluated=None):
-    """Write the correctives that take the chain from ``start (n, 4)`` to its solution ``q``,
-    blended by the IK constraint's evaluated influence (a driver's: an IK/FK switch)."""
-    if evaluated is None:
-        evaluated = obj.evaluated_get(depsgraph).pose.bones
-    influence = float(evaluated[chain.owner].constraints[chain.constraint].influence)
-    if influence < 1.0:
-        q = slerp(start, q, influence)
-        q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
-    for c, d in zip(cons, quaternion_multiply(quaternion_conjugate(start), q)):
-        corrective.write(c, d)
+def _influence(evaluated, chain):
+    """The IK constraint's evaluated influence (a driver's: an IK/FK switch)."""
+    return float(evaluated[chain.owner].constraints[chain.constraint].influence)
+
+
+def _write(chain, cons, influence, q, start, eulers=None):
+    """Write the correctives that take the chain from ``start`` (``(n, 4)``, or a function
+    giving it, called only when needed) to its solution ``q``, blended by ``influence``;
+    ``eulers`` are the corrective angles at influence 1 when known (:func:`corrective_eulers`)."""
+    if influence < 1.0 or eulers is None:
+        start = start() if callable(start) else start
+        if influence < 1.0:
+            q = slerp(start, q, influence)
+            q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
+        eulers = corrective_eulers(start, q)
+    for c, euler in zip(cons, eulers):
+        corrective.write_euler(c, euler)
+
+
+def corrective_eulers(start, q):
+    """The chain bones' corrective angles (:func:`.corrective.euler_of`) taking ``start (n, 4)`` to ``q``."""
+    return tuple(corrective.euler_of(d) for d in quaternion_multiply(quaternion_conjugate(start), q))
 
 
 def _solution(chain, start, target, pole, pole_angle, key=None):
@@ -415,6 +426,7 @@ def _solution(chain, start, target, pole, pole_angle, key=None):
     inputs rounded): played again, scrubbed or jumped to, a frame gets the pose it got the
     first time, for a lookup (the solve is history-dependent only through the warm start,
     which the memo then fixes)."""
+    exact = key is not None
     if key is None:
         # rounded: the starting pose is read back through the last frame's correction (float32)
         key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
@@ -423,7 +435,7 @@ def _solution(chain, start, target, pole, pole_angle, key=None):
     if hit is not None:
         chain.previous, chain.previous_target = hit[0], target
         return hit[0]
-    reached_for = target
+    reached_for, started = target, start
     if chain.limb is not None:
         target, pole, start = _limb_prestep(chain, start, target, pole, pole_angle)
     nearby = chain.previous is not None and np.linalg.norm(reached_for - chain.previous_target) < NEARBY * chain.chain.reach
@@ -444,7 +456,8 @@ def _solution(chain, start, target, pole, pole_angle, key=None):
     q = solution.local_rotations
     if len(chain.memo) >= MEMO_SIZE:
         chain.memo.clear()
-    chain.memo[key] = (q, reached_for)
+    # (with the corrective angles when the key holds the exact start)
+    chain.memo[key] = (q, reached_for, corrective_eulers(started, q) if exact else None)
     chain.previous, chain.previous_target = q, reached_for
     return q
 
