@@ -359,3 +359,59 @@ def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon
         scene.frame_set(frame)
         for q, expected in zip([evaluated_local_rotation(obj, n) for n in CHAIN], played[frame]):
             assert q_lib.quaternion_angle(q, expected) < math.radians(0.01), frame
+
+
+def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution(clean_file, addon, monkeypatch):
+    """Two held limbs, one below the other (upper-lower, then hand-finger), both aiming at keyed
+    Empties: the lower limb's key holds the upper's (its root's parent is the upper limb's
+    solved end), so both are solved ahead and each frame's lower limb is the solver's answer
+    from where the upper limb's solution left its parent."""
+    q_lib = addon.limits.quaternion
+    names = ("root", "upper", "lower", "hand", "finger")
+    obj = chain_rig(names)
+    for i, name in enumerate(names[1:]):
+        pb = obj.pose.bones[name]
+        addon.rig.sampling.store_clouds(obj, {name: cone_motion(q_lib, 240, half_angle=0.5, seed=10 + i)})
+        pb.joint_limit.model = "kdop"
+        addon.rig.fitting.fit_pose_bone(obj, pb)
+        pb.joint_limit.enabled = True
+    targets = []
+    for owner in ("lower", "finger"):
+        con = obj.pose.bones[owner].constraints.new("IK")
+        con.target, con.chain_count = _empty(f"Target-{owner}", (0.0, 0.0, 0.0)), 2
+        targets.append(con.target)
+    for frame, location in zip((1, 5, 12, 20), ((0.4, -0.3, 2.8), (0.4, -0.3, 2.8), (1.5, 1.0, 1.0), (-0.3, 0.2, 2.9))):
+        targets[0].location = location
+        targets[0].keyframe_insert("location", frame=frame)
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(1)
+    # the hand's target: within its reach from where the upper limb holds the lower on frames 1-5
+    lower = np.array(obj.pose.bones["lower"].matrix)
+    reachable = lower[:3, 3] + lower[:3, :3] @ (0.0, 2.96, 0.0)  # (1.96 m from the hand: a slight bend)
+    for frame, location in zip((1, 5, 12, 20), (reachable, reachable, (0.2, 0.3, 4.9), (2.0, -2.0, 2.0))):
+        targets[1].location = location
+        targets[1].keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene.frame_set(1)
+    upper_chain, lower_chain = addon.enforcement.compiled(obj).chains
+    assert lower_chain.depends == [upper_chain]
+    limits = {n: addon.rig.storage.read_limit(obj.pose.bones[n]) for n in names[1:]}
+    checked = 0
+    for frame in range(1, 21):
+        scene.frame_set(frame)
+        for name, limit in limits.items():
+            assert limit.violation(evaluated_local_rotation(obj, name)) < HALF_DEGREE, (frame, name)
+        to_chain = np.linalg.inv(np.array(obj.pose.bones["lower"].matrix))  # the hand's parent, as solved
+        aim = to_chain[:3, :3] @ np.array(targets[1].matrix_world.translation) + to_chain[:3, 3]
+        expected = addon.limits.ik.solve_two_bone(lower_chain.chain, aim, None, 0.0, [limits["hand"], limits["finger"]])
+        played = np.array([evaluated_local_rotation(obj, n) for n in ("hand", "finger")])
+        tip = addon.limits.ik.chain_positions(lower_chain.chain, played)[-1]
+        assert np.linalg.norm(tip - aim) < expected.distance + 2e-3, frame
+        if expected.distance < 1e-6:
+            assert np.degrees(q_lib.quaternion_angle(played, expected.local_rotations)).max() < 0.05, frame
+            checked += 1
+    assert checked > 0
+    assert not solved, f"{len(solved)} frames solved one at a time"
