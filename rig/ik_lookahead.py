@@ -130,7 +130,7 @@ def _make_plan(obj, chains, identity):
     for chain in chains:
         con = pose_bones[chain.owner].constraints[chain.constraint]
         rows = {names[r] for r in chain.rows}
-        ok = chain.limb is None and not (rows & moved) and all(d in included for d in chain.depends)
+        ok = not (rows & moved) and all(d in included for d in chain.depends)
         ok = ok and all(d.owner not in animated_influence and _influence(obj, d) == 1.0 for d in chain.depends)
         ok = ok and all(_default_inheritance(bones[n]) for n in rows)
         ok = ok and all(_predictable_target(obj, t) for t in (con.target, con.pole_target))
@@ -282,7 +282,23 @@ def solve_batch(obj, made, frame, limited):
 
 
 def _solve(chain, target, pole, pole_angle, initial):
-    """The chain's limited local rotations ``(F, n, 4)`` for targets ``(F, 3)`` (chain frame)."""
+    """The chain's limited local rotations ``(F, n, 4)`` for targets ``(F, 3)`` (chain frame);
+    a limb range of motion's pre-step first (:func:`.limited_ik.limb_prestep`), where it
+    turned the limb solved without the pole."""
+    if chain.limb is not None:
+        target, initial, turned = limited_ik.limb_prestep(chain, initial, target, pole, pole_angle)
+        out = np.empty(initial.shape)
+        for rows, poles in ((~turned, pole), (turned, None)):
+            if rows.any():
+                out[rows] = ik.solve_two_bone(
+                    chain.chain,
+                    target[rows],
+                    None if poles is None else poles[rows],
+                    pole_angle,
+                    chain.limits,
+                    initial=initial[rows],
+                ).local_rotations
+        return out
     if len(chain.names) == 2:
         return ik.solve_two_bone(chain.chain, target, pole, pole_angle, chain.limits, initial=initial).local_rotations
     return ik.solve_chain(

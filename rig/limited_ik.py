@@ -342,8 +342,12 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
         posed += len(chain.names)
     if pending and limited is not None and any(key is not None for *_, key in pending):
         # keyed motion: solve this frame and the next ones in one batch, then look them up
-        made = ik_lookahead.plan(obj, chains)
-        if made is not None and ik_lookahead.solve_batch(obj, made, depsgraph.scene.frame_current, limited):
+        try:
+            made = ik_lookahead.plan(obj, chains)
+            ahead = made is not None and ik_lookahead.solve_batch(obj, made, depsgraph.scene.frame_current, limited)
+        except Exception:  # noqa: BLE001 - an optimization: those frames are solved as they come instead
+            ahead = False
+        if ahead:
             left = [item for item in pending if not _remembered(item[0], item[3], item[2], basis, evaluated)]
             posed += sum(len(chain.names) for chain, *_ in pending) - sum(len(chain.names) for chain, *_ in left)
             pending = left
@@ -445,7 +449,11 @@ def _solution(chain, start, target, pole, pole_angle, key=None):
         return hit[0]
     reached_for, started = target, start
     if chain.limb is not None:
-        target, pole, start = _limb_prestep(chain, start, target, pole, pole_angle)
+        relocated, turned_start, turned = limb_prestep(
+            chain, start[None], target[None], None if pole is None else pole[None], pole_angle
+        )
+        target, start = relocated[0], turned_start[0]
+        pole = None if turned[0] else pole
     nearby = chain.previous is not None and np.linalg.norm(reached_for - chain.previous_target) < NEARBY * chain.chain.reach
     previous = chain.previous if nearby else None
     if len(chain.names) == 2:
@@ -470,15 +478,16 @@ def _solution(chain, start, target, pole, pole_angle, key=None):
     return q
 
 
-def _limb_prestep(chain, start, target, pole, pole_angle):
+def limb_prestep(chain, start, target, pole, pole_angle):
     """The seed's IK pre-step for a two-bone chain with a limb range of motion (Mukai, seed 004;
-    :mod:`.limb`), in constant time: ``(target, pole, start)`` for the solve. The target is
-    relocated into the limb's workspace (the nearest valid end position); the free analytic
-    pose reaching it (pole or least change, as the solve would pick) has its swivel clamped
-    into the range allowed there by turning the whole limb about the root->end axis (the end
-    stays put), and when the clamp moved it that pose is the solve's start, without the pole
-    (whose swivel the range forbids). The model's frame is the root's rest frame carried by
-    its posed parent, the root's head at the origin."""
+    :mod:`.limb`), in constant time, for ``F`` targets at once: ``start (F, 2, 4)``, ``target
+    (F, 3)``, ``pole (F, 3)`` or None. Returns ``(target, start, turned (F,))`` for the solve.
+    The target is relocated into the limb's workspace (the nearest valid end position); the
+    free analytic pose reaching it (pole or least change, as the solve would pick) has its
+    swivel clamped into the range allowed there by turning the whole limb about the root->end
+    axis (the end stays put), and where the clamp moved it (``turned``) that pose is the
+    solve's start, without the pole (whose swivel the range forbids). The model's frame is the
+    root's rest frame carried by its posed parent, the root's head at the origin."""
     c, model = chain.chain, chain.limb
     frame, head = c.rest_rotations[0], c.heads[0]
     inverse = quaternion_conjugate(frame)
@@ -486,14 +495,13 @@ def _limb_prestep(chain, start, target, pole, pole_angle):
     target = head + quaternion_rotate(frame, end)
     free = ik.solve_two_bone(c, target, pole, pole_angle, None, initial=start).local_rotations
     points = quaternion_rotate(inverse, ik.chain_positions(c, free) - head)
-    swivel = limb_swivels(model, points[1], points[2])
-    turn = float(model.clamp_swivel(points[2], swivel) - swivel)
+    swivel = limb_swivels(model, points[:, 1], points[:, 2])
+    turn = model.clamp_swivel(points[:, 2], swivel) - swivel
     turn = (turn + np.pi) % (2.0 * np.pi) - np.pi
-    if abs(turn) <= 1e-12 or not np.isfinite(turn):
-        return target, pole, start
-    axis = points[2] / np.linalg.norm(points[2])
-    free[0] = quaternion_multiply(quaternion_from_exp_map(axis * turn), free[0])
-    return target, None, free
+    turned = np.isfinite(turn) & (np.abs(turn) > 1e-12)
+    axis = points[:, 2] / np.maximum(np.linalg.norm(points[:, 2], axis=-1, keepdims=True), 1e-300)
+    free[:, 0] = quaternion_multiply(quaternion_from_exp_map(axis * np.where(turned, turn, 0.0)[:, None]), free[:, 0])
+    return target, np.where(turned[:, None, None], free, start), turned
 
 
 def targets(obj, chains):

@@ -415,3 +415,36 @@ def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution
             checked += 1
     assert checked > 0
     assert not solved, f"{len(solved)} frames solved one at a time"
+
+
+def test_a_keyed_target_of_a_limb_range_is_solved_ahead_relocated(clean_file, addon, monkeypatch):
+    """A limb with a limb range of motion (no per-joint limits) aiming at a keyed target, in and
+    out of its workspace: solved ahead in one batch (the pre-step vectorized over frames), each
+    frame's hand at the relocated target and its swivel inside the range there."""
+    from test_blender_limb import _apply, _ik_limb, _limb_frame, _limb_state
+
+    obj, target, _pole = _ik_limb(addon)
+    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    to_limb = _limb_frame(obj)
+    _, _, ends = addon.rig.limb.limb_poses(obj, "lower")
+    inside = ends[::10][model.contains(ends[::10] * 0.98) & model.contains(ends[::10] * 1.02)][0]
+    inside = _apply(np.linalg.inv(to_limb), inside)  # a sampled end, well inside the range
+    for frame, location in zip((1, 6, 10, 15), ((3.0, 2.0, 4.0), inside, inside, (-2.5, 1.0, 0.5))):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    relocated = 0
+    for frame in range(1, 16):
+        scene.frame_set(frame)
+        aim = _apply(to_limb, np.array(target.matrix_world.translation))
+        end, swivel = _limb_state(addon, obj, model)
+        expected = model.relocate(aim[None])[0]
+        assert np.linalg.norm(end - expected) <= 1e-5, (frame, np.linalg.norm(end - expected))
+        assert abs(float(model.clamp_swivel(end, swivel)) - swivel) <= 1e-5, frame
+        relocated += np.linalg.norm(expected - aim) > 0.05
+    assert 0 < relocated < 15, relocated
+    assert not solved, f"{len(solved)} frames solved one at a time"
