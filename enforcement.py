@@ -10,6 +10,8 @@ models stacked along a bone axis, so a frame costs a few foreach_get/foreach_set
 numpy projection per model kind. Nothing here raises into Blender: a broken bone is reported once and skipped.
 """
 
+import functools
+
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
@@ -288,15 +290,28 @@ def enforce_object(obj, depsgraph=None):
             depsgraph = bpy.context.evaluated_depsgraph_get()
         stale = moved
         if rig.chains:
-            if limited_ik.hold(obj, rig.chains) or stale:
-                depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
-            moved += limited_ik.solve(obj, depsgraph, rig.chains)
+            # (solve evaluates the rig again, IK muted and the limited basis, only for a chain
+            # it cannot look up)
+            held = limited_ik.hold(obj, rig.chains)
+            moved += limited_ik.solve(obj, depsgraph, rig.chains, held or stale, functools.partial(_limited_values, rig))
             stale = True
         if rig.corrected is not None:
             if stale:
                 depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
             moved += _correct(obj, rig, depsgraph)
     return moved
+
+
+def _limited_values(rig, key):
+    """The channel values the basis path writes for the input pose ``key`` (``{channel: (n, k)}``,
+    empty: none), or None when it has not limited that pose: held IK chains are solved ahead on
+    the limited poses of the action (:mod:`.rig.ik_lookahead`)."""
+    if not rig.groups:
+        return {}
+    hit = rig.memo.get(key)
+    if hit is _PENDING:
+        hit = _resolve(rig, key)
+    return None if hit is None else hit[1]
 
 
 def _correct(obj, rig, depsgraph):

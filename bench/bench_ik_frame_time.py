@@ -2,13 +2,22 @@
 """Frame time of a rig whose limbs are posed by IK (issue 12's bench): 60 limited bones, four of
 them two-bone limbs with Blender's IK constraint aiming at Empties keyed to wander in and out
 of the limbs' limited reach. Played with live enforcement on (the limbs solved within their
-limits by rig/limited_ik.py) against the same rig with Blender's IK alone and enforcement off.
-Target (issue 12): <= 1.5x.
+limits by rig/limited_ik.py, keyed frames in batches ahead by rig/ik_lookahead.py) against the
+same rig with Blender's IK alone and enforcement off. Target (issue 12): <= 1.5x. Two floors
+are measured in the same run: what a held limb costs at least (Blender's IK muted, a handler
+that only writes the limbs' correctives: Blender then evaluates the rig again), and the
+enforcement of the other bones alone (the limbs' limits off).
 
-    ./dev bench bench/bench_ik_frame_time.py [--bones 60] [--frames 300] [--model kdop] [--rounds 3]
+    ./dev bench bench/bench_ik_frame_time.py [--bones 60] [--frames 300] [--model kdop] [--rounds 3] [--profile]
+
+With ``--profile``, one more first play and later play run under cProfile and their heaviest
+functions (own time and cumulative) are printed after the figures.
 """
 
 import argparse
+import cProfile
+import io
+import pstats
 import time
 
 import _setup
@@ -32,15 +41,9 @@ def limbs(obj, count):
     return found
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bones", type=int, default=60)
-    p.add_argument("--frames", type=int, default=300)
-    p.add_argument("--model", default="kdop")
-    p.add_argument("--limbs", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=3, help="passes per set-up, interleaved; the best is kept")
-    args = p.parse_args()
-
+def build(args):
+    """The bench rig: ``args.bones`` limited bones, ``args.limbs`` of them two-bone limbs with an IK
+    aiming at a keyed Empty; returns ``(object, limbs, fit ms per bone)``."""
     obj, motion = _setup.random_rig(addon, args.bones, args.frames)
     scene = bpy.context.scene
     bpy.ops.pose.select_all(action="SELECT")
@@ -70,29 +73,114 @@ def main():
         con = obj.pose.bones[lower].constraints.new("IK")
         con.target, con.chain_count = target, 2
 
+    return obj, chosen, fit_ms
+
+
+def play_held_floor(obj, chosen, scene, frames):
+    """ms/frame of the least a held limb can cost with enforcement's design: Blender's IK
+    muted, and a frame handler that only reads the targets' world matrices and writes the
+    chain bones' correctives (angles precomputed), which makes Blender evaluate the rig again.
+    No other bone is limited."""
+    corrective = addon.rig.corrective
+    iks = [obj.pose.bones[lower].constraints["IK"] for _, lower in chosen]
+    cons = [corrective.ensure(obj, obj.pose.bones[n]) for pair in chosen for n in pair]
+    rng = np.random.default_rng(2)
+    rotations = addon.limits.quaternion.quaternion_from_exp_map(rng.normal(scale=0.2, size=(frames + 1, len(cons), 3)))
+    eulers = [[corrective.euler_of(d) for d in row] for row in rotations]
+    targets = [con.target for con in iks]
+
+    def handler(scene, depsgraph=None):
+        for target in targets:
+            np.array(target.matrix_world)
+        for con, euler in zip(cons, eulers[scene.frame_current]):
+            corrective.write_euler(con, euler)
+
+    for con in iks:
+        con.mute = True
+    bpy.app.handlers.frame_change_post.append(handler)
+    try:
+        _setup.play(scene, 2)
+        return _setup.play(scene, frames)
+    finally:
+        bpy.app.handlers.frame_change_post.remove(handler)
+        for con in iks:
+            con.mute = False
+        corrective.remove_all(obj)
+
+
+def play_other_bones(obj, chosen, scene, frames):
+    """ms/frame of live enforcement of the bones outside the limbs (their poses remembered), the
+    limbs' limits off so Blender's IK poses them."""
+    names = [n for pair in chosen for n in pair]
+    for name in names:
+        obj.pose.bones[name].joint_limit.enabled = False
+    addon.enforcement.reset()
+    scene.joint_limits.enforce_live = True
+    try:
+        _setup.play(scene, frames)
+        return _setup.play(scene, frames)
+    finally:
+        scene.joint_limits.enforce_live = False
+        for name in names:
+            obj.pose.bones[name].joint_limit.enabled = True
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bones", type=int, default=60)
+    p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--model", default="kdop")
+    p.add_argument("--limbs", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=3, help="passes per set-up, interleaved; the best is kept")
+    p.add_argument("--profile", action="store_true", help="profile a first and a later play after the timed rounds")
+    args = p.parse_args()
+
+    obj, chosen, fit_ms = build(args)
+    scene = bpy.context.scene
+
     enforcement = addon.enforcement
-    times = {
-        "Blender's IK alone (enforcement off)": [],
-        "limited IK, first play (every frame solved)": [],
-        "limited IK, later plays (solutions remembered)": [],
-    }
+    alone, first, later = (
+        "Blender's IK alone (enforcement off)",
+        "limited IK, first play (solved as met)",
+        "limited IK, later plays (solutions remembered)",
+    )
+    floor_ik = "floor: IK muted, handler writes 8 correctives"
+    floor_rest = "floor: the other bones' limits alone"
+    times = {name: [] for name in (alone, first, later, floor_ik, floor_rest)}
     for _ in range(args.rounds):
         scene.joint_limits.enforce_live = False
         enforcement.reset()
         _setup.play(scene, 2)
-        times["Blender's IK alone (enforcement off)"].append(_setup.play(scene, args.frames))
+        times[alone].append(_setup.play(scene, args.frames))
         scene.joint_limits.enforce_live = True
-        times["limited IK, first play (every frame solved)"].append(_setup.play(scene, args.frames))
-        times["limited IK, later plays (solutions remembered)"].append(_setup.play(scene, args.frames))
-    scene.joint_limits.enforce_live = False
+        times[first].append(_setup.play(scene, args.frames))
+        times[later].append(_setup.play(scene, args.frames))
+        scene.joint_limits.enforce_live = False
+        times[floor_ik].append(play_held_floor(obj, chosen, scene, args.frames))
+        times[floor_rest].append(play_other_bones(obj, chosen, scene, args.frames))
+    profiles = {}
+    if args.profile:
+        enforcement.reset()
+        scene.joint_limits.enforce_live = True
+        for name in ("first play", "later play"):
+            profiler = cProfile.Profile()
+            profiler.runcall(_setup.play, scene, args.frames)
+            profiles[name] = profiler
+        scene.joint_limits.enforce_live = False
 
     print(
         f"{args.bones} limited bones ({args.model}, fitted in {fit_ms:.1f} ms each), {len(chosen)} two-bone IK limbs, {args.frames} frames"
     )
-    base = min(times["Blender's IK alone (enforcement off)"])
+    base = min(times[alone])
     for name, values in times.items():
         best = min(values)
         print(f"  {name:48s} {best:8.2f} ms/frame  ({best / base:5.2f}x)")
+    for name, profiler in profiles.items():
+        for order in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(25)
+            print(f"\n== profile of the {name}, {args.frames} frames, by {order} ==")
+            print(out.getvalue().split("\n\n", 1)[-1].rstrip())
 
 
 if __name__ == "__main__":

@@ -73,6 +73,9 @@ SETTLED = 1e-6
 #: Allowed poses of the reach table polished per target in the limited search.
 REACH_CANDIDATES = 4
 
+#: Targets ranked against the reach table at once (a score row per target and table pose).
+NEAREST_CHUNK = 64
+
 #: Grid steps (radians, exp map) of the rotations projected into the root's and the middle
 #: joint's limits to seed the search for the closest allowed tip (about 400 x 400 poses).
 REACH_TABLE_STEPS = (0.7, 0.7)
@@ -662,6 +665,10 @@ def _search_swivel(solve, rows):
     found = np.isfinite(cost.reshape(len(rows), -1)[np.arange(len(rows)), pick])
     beta = beta[np.arange(len(rows)), pick // SWIVEL_SAMPLES]
     inside = offsets[pick % SWIVEL_SAMPLES]
+    local = np.zeros((len(rows), 2, 4))
+    if not found.any():
+        return local, found  # (no swivel allows that reach: nothing to narrow down)
+    rows, beta, inside = rows[found], beta[found], inside[found]
     # narrow down between the allowed swivel and its (disallowed) neighbour toward the
     # animator's: the last allowed of evenly spaced swivels before the first forbidden one
     outside = inside - np.sign(inside) * (2.0 * np.pi / SWIVEL_SAMPLES)
@@ -673,7 +680,8 @@ def _search_swivel(solve, rows):
         ends = np.concatenate((inside[:, None], between, outside[:, None]), axis=1)
         picked = np.arange(len(rows))
         inside, outside = ends[picked, last + 1], ends[picked, last + 2]
-    return solve.pose(rows, beta[:, None], inside[:, None], project=False)[:, 0], found
+    local[found] = solve.pose(rows, beta[:, None], inside[:, None], project=False)[:, 0]
+    return local, found
 
 
 def _search_reach(solve, rows, target, sweeps, previous=None, keep=REACH_CANDIDATES):
@@ -698,6 +706,9 @@ def _nearest(local, tips, target, count):
     """The ``count`` poses of ``local ((R,) M, n, 4)`` whose ``tips ((R,) M, 3)`` are nearest
     each target ``(R, 3)``: ``(R, count, n, 4)``."""
     if tips.ndim == 2:  # one table for every row: |t|^2 - 2 t.p ranks like the distance
+        if len(target) > NEAREST_CHUNK:  # (a score matrix of at most NEAREST_CHUNK rows at a time)
+            parts = [_nearest(local, tips, target[i : i + NEAREST_CHUNK], count) for i in range(0, len(target), NEAREST_CHUNK)]
+            return np.concatenate(parts)
         score = np.sum(tips * tips, axis=-1)[None] - 2.0 * target @ tips.T
     else:
         score = np.sum((tips - target[:, None]) ** 2, axis=-1)

@@ -27,11 +27,13 @@ pauses live enforcement and sets the correctives to influence 0 meanwhile.
 """
 
 import contextlib
+import math
 
 import bpy
 import numpy as np
+from mathutils import Quaternion
 
-from ..limits.quaternion import euler_from_quaternion, quaternion_conjugate, quaternion_from_euler, quaternion_multiply
+from ..limits.quaternion import quaternion_conjugate, quaternion_from_euler, quaternion_multiply
 from .bake import CHAIN_CONSTRAINTS, moved_bones
 
 #: Name of the corrective constraint (one per corrected bone, last in its stack).
@@ -182,22 +184,37 @@ def correction(con):
 
 
 def write(con, d):
-    """Make ``con`` apply ``d (4,)``; returns whether anything changed."""
-    if 2.0 * np.arccos(min(1.0, abs(d[0]))) < TOLERANCE:
+    """Make ``con`` apply ``d (4,)``; returns whether anything changed (see :func:`write_euler`)."""
+    return write_euler(con, euler_of(d))
+
+
+def euler_of(d):
+    """The corrective's angles for the rotation ``d (4,)``: a tuple of Blender's float32 values
+    (from ``mathutils``: about 1 us; numpy's conversion of one quaternion takes 150 us), or None
+    for a rotation below :data:`TOLERANCE` (the corrective is switched off)."""
+    if 2.0 * math.acos(min(1.0, abs(float(d[0])))) < TOLERANCE:
+        return None
+    return tuple(Quaternion(d).to_euler(ORDER))
+
+
+def write_euler(con, euler):
+    """Make ``con`` apply the angles ``euler`` (:func:`euler_of`; None: off); returns whether
+    anything changed. The constraint's input range is empty, so Blender applies its ``to_min``
+    rotation (``to_max`` is not read). Only what differs is set: each property set costs about
+    3 us and tags the rig."""
+    if euler is None:
         if con.influence != 0.0:
             con.influence = 0.0
             return True
         return False
-    euler = np.asarray(euler_from_quaternion(d, ORDER), dtype=np.float32)
-    old = np.array([getattr(con, f"to_min_{a}_rot") for a in _AXES], dtype=np.float32)
-    if con.influence == 1.0 and not con.mute and np.array_equal(euler, old):
-        return False
-    for a, value in zip(_AXES, euler.tolist()):
-        setattr(con, f"to_min_{a}_rot", value)
-        setattr(con, f"to_max_{a}_rot", value)
-    con.influence = 1.0
-    con.mute = False
-    return True
+    changed = (con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot) != euler
+    if changed:
+        con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot = euler
+    if con.influence != 1.0:
+        con.influence, changed = 1.0, True
+    if con.mute:
+        con.mute, changed = False, True
+    return changed
 
 
 class Rotations:

@@ -15,6 +15,14 @@ enforcement is on, an IK constraint whose chain holds a limited bone is therefor
 4. the solution written through each chain bone's corrective (last in its stack, mixing after
    the starting pose), blended by the IK constraint's evaluated influence (an IK/FK switch).
 
+Solutions are remembered by their inputs. A chain that nothing but the basis poses (its bones,
+its root's ancestors and bone targets have no live constraint, no other IK; :func:`_key_rows`)
+is keyed by the exact bytes of those bones' channels, the target objects' world matrices and
+the keys of held chains above it: played again, scrubbed or jumped to, such a frame is looked
+up without evaluating the rig (bench_ik_frame_time.py: four held limbs then added 0.08 ms a
+frame to the other 52 bones' enforcement), and a keyed action's frames are solved ahead in batches
+(:mod:`.ik_lookahead`). Other chains are keyed by their evaluated inputs, rounded.
+
 Where a limited chain is inside its limits this is the pose Blender's IK gives (to 0.003
 degrees at pole angle 0, 0.4 degrees at others: tests/test_blender_ik_live.py). Read: chain
 length, use tail, pole target (object or bone) and pole angle, influence; stretch is not
@@ -28,8 +36,10 @@ import numpy as np
 
 from ..limits import ik
 from ..limits.quaternion import quaternion_conjugate, quaternion_from_exp_map, quaternion_multiply, quaternion_rotate, slerp
-from . import corrective
+from . import corrective, ik_lookahead
+from .bake import moved_bones
 from .limb import limb_swivels
+from .pose_io import PoseArrays
 
 #: A target that moved less than this share of the chain's reach since the last solve continues
 #: from that solve (a drag, playback) instead of searching the whole reachable set again.
@@ -38,7 +48,7 @@ NEARBY = 0.1
 #: must gain for the next to run (:func:`..limits.ik.solve_chain`).
 CHAIN_SWEEPS = 60
 SETTLED = 1e-5
-#: Solutions remembered per chain (about 100 bytes each).
+#: Solutions remembered per chain (about 1 kB each with its key).
 MEMO_SIZE = 4096
 
 
@@ -49,6 +59,8 @@ class HeldChain:
     def __init__(self, obj, owner, constraint, names, limits, limb=None):
         self.owner, self.constraint = owner, constraint
         self.names = names
+        #: the chain's rows in ``obj.pose.bones``
+        self.name_rows = np.array([obj.pose.bones.find(n) for n in names], dtype=np.intp)
         self.limits = limits
         #: the limb range of motion of a two-bone chain (stored with its middle bone), or None
         self.limb = limb
@@ -69,6 +81,13 @@ class HeldChain:
         self.previous_target = None
         #: solutions by their inputs (:func:`_solution`)
         self.memo = {}
+        #: rows (in ``obj.pose.bones``) of the bones whose basis alone sets the chain's inputs
+        #: (:func:`_key_rows`), or None: the inputs are read from the evaluated rig each frame
+        self.rows = None
+        #: the held chains above it whose solutions it is solved on (:func:`_key_rows`)
+        self.depends = ()
+        #: what :mod:`.ik_lookahead` predicted for the chain (its ``Plan``), or None
+        self.plan = None
 
 
 def chain_names(pose_bone, constraint):
@@ -131,7 +150,57 @@ def find(obj, limit_of, limb_of=None):
             limb = limb_of(names[1]) if limb_of is not None and len(names) == 2 else None
             if names and (limb is not None or any(limit is not None for limit in limits)):
                 chains.append(HeldChain(obj, pb.name, con.name, names, limits, limb))
+    held = {(chain.owner, chain.constraint) for chain in chains}
+    for i, chain in enumerate(chains):
+        chain.rows, chain.depends = _key_rows(obj, chain, chains[:i], chains[i + 1 :], held)
     return chains
+
+
+def _key_rows(obj, chain, before, after, held):
+    """``(rows, depends)``: the rows of the bones whose basis channels, with the targets' world
+    matrices and the solutions of the held chains ``depends`` (of ``before``, which are solved
+    first) above it, set everything ``chain`` is solved from: its starting pose, its root's
+    posed parent, a bone target's position. Those are the chain, its root's ancestors and bone
+    targets with theirs, when nothing else poses them (a live constraint, Blender's IK, a held
+    chain of ``after``). Else ``(None, ())``: the chain's inputs are read from the evaluated
+    rig. A target object must not hang from the rig (its world matrix is read before the rig's
+    limited pose is evaluated)."""
+    pose_bones = obj.pose.bones
+    con = pose_bones[chain.owner].constraints[chain.constraint]
+    names = set(chain.names) | {b.name for b in pose_bones[chain.names[0]].parent_recursive}
+    for target, subtarget in ((con.target, con.subtarget), (con.pole_target, con.pole_subtarget)):
+        if target is None:
+            continue
+        if target == obj:
+            if subtarget not in pose_bones:
+                return None, ()
+            names |= {subtarget} | {b.name for b in pose_bones[subtarget].parent_recursive}
+        elif _hangs_from(target, obj):
+            return None, ()
+    depends = [other for other in before if names & set(other.names)]
+    if any(other.rows is None for other in depends) or any(names & set(other.names) for other in after):
+        return None, ()
+    solved = {(other.owner, other.constraint) for other in depends} | {(chain.owner, chain.constraint)}
+    corrected = set().union(chain.names, *(other.names for other in depends))
+    for pb in pose_bones:
+        for c in pb.constraints:
+            if (pb.name, c.name) in solved or (corrective.is_corrective(c) and pb.name in corrected):
+                continue
+            if (pb.name, c.name) in held or not c.mute:
+                if names & moved_bones(pb, c):
+                    return None, ()
+    return np.array([pose_bones.find(n) for n in sorted(names)], dtype=np.intp), depends
+
+
+def _hangs_from(target, obj):
+    """Whether object ``target`` is parented to or constrained by ``obj``, or by something that is."""
+    seen = set()
+    while target is not None and target.name not in seen:
+        seen.add(target.name)
+        if target == obj or any(getattr(c, "target", None) == obj for c in target.constraints):
+            return True
+        target = target.parent
+    return False
 
 
 def hold(obj, chains):
@@ -190,32 +259,137 @@ def _local(obj, evaluated, name):
     return np.array(m.to_quaternion(), dtype=float)
 
 
-def solve(obj, depsgraph, chains):
-    """Solve each held chain of ``obj`` on ``depsgraph``'s evaluated rig and write its bones'
-    correctives; returns how many chain bones it posed. A chain whose root's parent another
-    chain moved is solved after an update."""
+class _Basis:
+    """Every pose bone's basis channels (rotation in its mode, location, scale) as Blender holds
+    them: the bytes of a chain's rows key its solution exactly (:func:`_key_rows`)."""
+
+    def __init__(self, pose_bones):
+        self.rotations = PoseArrays(pose_bones)
+        self.location, self.scale = read_location_scale(pose_bones)
+
+    def key(self, rows):
+        return basis_bytes(self.rotations, self.location, self.scale, rows)
+
+
+def read_location_scale(pose_bones):
+    """Every pose bone's ``(location (n, 3), scale (n, 3))``, float32 as Blender holds them."""
+    location = np.zeros((len(pose_bones), 3), dtype=np.float32)
+    scale = np.zeros_like(location)
+    pose_bones.foreach_get("location", location.ravel())
+    pose_bones.foreach_get("scale", scale.ravel())
+    return location, scale
+
+
+def basis_bytes(rotations, location, scale, rows, frame=...):
+    """The bytes of bones ``rows``' basis: ``rotations`` (a :class:`.pose_io.PoseArrays`, frame
+    ``frame`` of one over frames) and ``location``, ``scale`` ``(n, 3)``."""
+    parts = (rotations.quaternion[frame], rotations.euler[frame], rotations.axis_angle[frame], location, scale)
+    return rotations.modes[rows].tobytes() + b"".join(a[rows].tobytes() for a in parts)
+
+
+def matrix_bytes(matrix):
+    """A world matrix's bytes, float32 as Blender holds it."""
+    return np.array(matrix, dtype=np.float32).tobytes()
+
+
+def target_bytes(obj, target):
+    """How a held chain's target (or pole) object enters its key: none, the rig, or its world matrix."""
+    return b"-" if target is None else b"=" if target == obj else matrix_bytes(target.matrix_world)
+
+
+def exact_key(basis, world, pole_angle, depends, targets):
+    """The key of a chain solved from nothing but ``basis`` (:func:`basis_bytes` of its key rows),
+    the rig's ``world`` matrix bytes, the pole angle, the keys of the chains it ``depends`` on
+    and its target and pole (:func:`target_bytes`)."""
+    return b"|".join((basis, world, np.float64(pole_angle).tobytes(), *depends, *targets))
+
+
+def _exact_key(obj, chain, basis, con, keys):
+    """``chain``'s :func:`exact_key` this frame (``keys``: those of the chains solved before it),
+    or None when a chain it depends on has none."""
+    depends = [keys.get(other) for other in chain.depends]
+    if any(k is None for k in depends):
+        return None
+    targets = (target_bytes(obj, con.target), target_bytes(obj, con.pole_target))
+    return exact_key(basis.key(chain.rows), matrix_bytes(obj.matrix_world), con.pole_angle, depends, targets)
+
+
+def solve(obj, depsgraph, chains, stale=False, limited=None):
+    """Solve each held chain of ``obj`` and write its bones' correctives; returns how many chain
+    bones it posed. A chain solved before from the same inputs gets that solution again without
+    evaluating anything. With ``limited`` (live enforcement's limited pose for an input pose,
+    see :func:`.ik_lookahead.solve_batch`), chains set by keyed motion alone are solved for a
+    batch of frames from this one (:mod:`.ik_lookahead`). The others are solved on
+    ``depsgraph``'s evaluated rig, evaluated again first when ``stale`` (the basis was written
+    since). A chain whose root's parent another chain moved is solved after an update."""
+    pose_bones = obj.pose.bones
+    basis = _Basis(pose_bones) if any(chain.rows is not None for chain in chains) else None
+    evaluated = obj.evaluated_get(depsgraph).pose.bones
+    posed = 0
+    pending = []
+    keys = {}
+    for chain in chains:
+        con = pose_bones[chain.owner].constraints.get(chain.constraint)
+        if con is None or not con.mute:
+            continue  # released meanwhile (a save, a bake): the plain IK poses the chain
+        cons = [pose_bones[n].constraints.get(corrective.CORRECTIVE) for n in chain.names]
+        if any(c is None for c in cons):
+            continue
+        key = keys[chain] = None if chain.rows is None else _exact_key(obj, chain, basis, con, keys)
+        if not _remembered(chain, key, cons, basis, evaluated):
+            pending.append((chain, con, cons, key))
+            continue
+        posed += len(chain.names)
+    if pending and limited is not None and any(key is not None for *_, key in pending):
+        # keyed motion: solve this frame and the next ones in one batch, then look them up
+        try:
+            made = ik_lookahead.plan(obj, chains)
+            ahead = made is not None and ik_lookahead.solve_batch(obj, made, depsgraph.scene.frame_current, limited)
+        except Exception:  # noqa: BLE001 - an optimization: those frames are solved as they come instead
+            ahead = False
+        if ahead:
+            left = [item for item in pending if not _remembered(item[0], item[3], item[2], basis, evaluated)]
+            posed += sum(len(chain.names) for chain, *_ in pending) - sum(len(chain.names) for chain, *_ in left)
+            pending = left
+    if pending:
+        if stale or posed:
+            depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
+        posed += _solve_evaluated(obj, depsgraph, pending, basis)
+    return posed
+
+
+def _remembered(chain, key, cons, basis, evaluated):
+    """Write ``chain``'s remembered solution for the exact ``key`` (None: none); returns whether
+    there was one."""
+    hit = None if key is None else chain.memo.get(key)
+    if hit is None:
+        return False
+    chain.previous, chain.previous_target, eulers = hit
+    _write(chain, cons, _influence(evaluated, chain), hit[0], lambda: basis.rotations.local_quaternions(chain.name_rows), eulers)
+    return True
+
+
+def _solve_evaluated(obj, depsgraph, pending, basis):
+    """Solve the ``(chain, IK constraint, correctives, exact key or None)`` of ``pending`` from
+    the evaluated rig (see :func:`solve`)."""
     pose_bones = obj.pose.bones
     to_armature = np.linalg.inv(np.array(obj.matrix_world))
     written = set()
     posed = 0
-    for chain in chains:
-        owner = pose_bones[chain.owner]
-        con = owner.constraints.get(chain.constraint)
-        if con is None or not con.mute:
-            continue  # released meanwhile (a save, a bake): the plain IK poses the chain
+    for chain, con, cons, key in pending:
         if chain.parent is not None and written & {chain.parent, *(b.name for b in pose_bones[chain.parent].parent_recursive)}:
             depsgraph.update()
             written.clear()
         evaluated = obj.evaluated_get(depsgraph).pose.bones
-        cons = [pose_bones[n].constraints.get(corrective.CORRECTIVE) for n in chain.names]
-        if any(c is None for c in cons):
-            continue
-        start = np.array(
-            [
-                quaternion_multiply(_local(obj, evaluated, n), quaternion_conjugate(corrective.correction(c)))
-                for n, c in zip(chain.names, cons)
-            ]
-        )
+        if key is None:
+            start = np.array(
+                [
+                    quaternion_multiply(_local(obj, evaluated, n), quaternion_conjugate(corrective.correction(c)))
+                    for n, c in zip(chain.names, cons)
+                ]
+            )
+        else:  # nothing but the basis poses the chain: its exact starting pose
+            start = basis.rotations.local_quaternions(chain.name_rows)
         parent = np.eye(4) if chain.parent is None else np.array(evaluated[chain.parent].matrix)
         to_chain = np.linalg.inv(parent) @ to_armature
 
@@ -227,33 +401,59 @@ def solve(obj, depsgraph, chains):
         if con.pole_target is not None:
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
-        q = _solution(chain, start, target, pole, pole_angle)
-        influence = float(evaluated[chain.owner].constraints[chain.constraint].influence)  # (a driver's, an IK/FK switch)
-        if influence < 1.0:
-            q = slerp(start, q, influence)
-            q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
-        for c, s, r in zip(cons, start, q):
-            corrective.write(c, quaternion_multiply(quaternion_conjugate(s), r))
+        q = _solution(chain, start, target, pole, pole_angle, key)
+        _write(chain, cons, _influence(evaluated, chain), q, start)
         written.update(chain.names)
         posed += len(chain.names)
     return posed
 
 
-def _solution(chain, start, target, pole, pole_angle):
+def _influence(evaluated, chain):
+    """The IK constraint's evaluated influence (a driver's: an IK/FK switch)."""
+    return float(evaluated[chain.owner].constraints[chain.constraint].influence)
+
+
+def _write(chain, cons, influence, q, start, eulers=None):
+    """Write the correctives that take the chain from ``start`` (``(n, 4)``, or a function
+    giving it, called only when needed) to its solution ``q``, blended by ``influence``;
+    ``eulers`` are the corrective angles at influence 1 when known (:func:`corrective_eulers`)."""
+    if influence < 1.0 or eulers is None:
+        start = start() if callable(start) else start
+        if influence < 1.0:
+            q = slerp(start, q, influence)
+            q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
+        eulers = corrective_eulers(start, q)
+    for c, euler in zip(cons, eulers):
+        corrective.write_euler(c, euler)
+
+
+def corrective_eulers(start, q):
+    """The chain bones' corrective angles (:func:`.corrective.euler_of`) taking ``start (n, 4)`` to ``q``."""
+    return tuple(corrective.euler_of(d) for d in quaternion_multiply(quaternion_conjugate(start), q))
+
+
+def _solution(chain, start, target, pole, pole_angle, key=None):
     """The chain's limited local rotations ``(n, 4)`` reaching for ``target`` from ``start``,
-    remembered by those inputs: played again, scrubbed or jumped to, a frame gets the pose it
-    got the first time, for a lookup (the solve is history-dependent only through the warm
-    start, which the memo then fixes)."""
-    # rounded: the starting pose is read back through the last frame's correction (float32)
-    key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
-    key = (key + 0.0).tobytes()  # (+ 0.0: one zero, not two)
+    remembered by those inputs (``key``: their exact bytes, :func:`_exact_key`; by default the
+    inputs rounded): played again, scrubbed or jumped to, a frame gets the pose it got the
+    first time, for a lookup (the solve is history-dependent only through the warm start,
+    which the memo then fixes)."""
+    exact = key is not None
+    if key is None:
+        # rounded: the starting pose is read back through the last frame's correction (float32)
+        key = np.round(np.concatenate([np.ravel(a) for a in (start, target, () if pole is None else pole, (pole_angle,))]), 5)
+        key = (key + 0.0).tobytes()  # (+ 0.0: one zero, not two)
     hit = chain.memo.get(key)
     if hit is not None:
-        chain.previous, chain.previous_target = hit, target
-        return hit
-    reached_for = target
+        chain.previous, chain.previous_target = hit[0], target
+        return hit[0]
+    reached_for, started = target, start
     if chain.limb is not None:
-        target, pole, start = _limb_prestep(chain, start, target, pole, pole_angle)
+        relocated, turned_start, turned = limb_prestep(
+            chain, start[None], target[None], None if pole is None else pole[None], pole_angle
+        )
+        target, start = relocated[0], turned_start[0]
+        pole = None if turned[0] else pole
     nearby = chain.previous is not None and np.linalg.norm(reached_for - chain.previous_target) < NEARBY * chain.chain.reach
     previous = chain.previous if nearby else None
     if len(chain.names) == 2:
@@ -272,20 +472,22 @@ def _solution(chain, start, target, pole, pole_angle):
     q = solution.local_rotations
     if len(chain.memo) >= MEMO_SIZE:
         chain.memo.clear()
-    chain.memo[key] = q
+    # (with the corrective angles when the key holds the exact start)
+    chain.memo[key] = (q, reached_for, corrective_eulers(started, q) if exact else None)
     chain.previous, chain.previous_target = q, reached_for
     return q
 
 
-def _limb_prestep(chain, start, target, pole, pole_angle):
+def limb_prestep(chain, start, target, pole, pole_angle):
     """The seed's IK pre-step for a two-bone chain with a limb range of motion (Mukai, seed 004;
-    :mod:`.limb`), in constant time: ``(target, pole, start)`` for the solve. The target is
-    relocated into the limb's workspace (the nearest valid end position); the free analytic
-    pose reaching it (pole or least change, as the solve would pick) has its swivel clamped
-    into the range allowed there by turning the whole limb about the root->end axis (the end
-    stays put), and when the clamp moved it that pose is the solve's start, without the pole
-    (whose swivel the range forbids). The model's frame is the root's rest frame carried by
-    its posed parent, the root's head at the origin."""
+    :mod:`.limb`), in constant time, for ``F`` targets at once: ``start (F, 2, 4)``, ``target
+    (F, 3)``, ``pole (F, 3)`` or None. Returns ``(target, start, turned (F,))`` for the solve.
+    The target is relocated into the limb's workspace (the nearest valid end position); the
+    free analytic pose reaching it (pole or least change, as the solve would pick) has its
+    swivel clamped into the range allowed there by turning the whole limb about the root->end
+    axis (the end stays put), and where the clamp moved it (``turned``) that pose is the
+    solve's start, without the pole (whose swivel the range forbids). The model's frame is the
+    root's rest frame carried by its posed parent, the root's head at the origin."""
     c, model = chain.chain, chain.limb
     frame, head = c.rest_rotations[0], c.heads[0]
     inverse = quaternion_conjugate(frame)
@@ -293,14 +495,13 @@ def _limb_prestep(chain, start, target, pole, pole_angle):
     target = head + quaternion_rotate(frame, end)
     free = ik.solve_two_bone(c, target, pole, pole_angle, None, initial=start).local_rotations
     points = quaternion_rotate(inverse, ik.chain_positions(c, free) - head)
-    swivel = limb_swivels(model, points[1], points[2])
-    turn = float(model.clamp_swivel(points[2], swivel) - swivel)
+    swivel = limb_swivels(model, points[:, 1], points[:, 2])
+    turn = model.clamp_swivel(points[:, 2], swivel) - swivel
     turn = (turn + np.pi) % (2.0 * np.pi) - np.pi
-    if abs(turn) <= 1e-12 or not np.isfinite(turn):
-        return target, pole, start
-    axis = points[2] / np.linalg.norm(points[2])
-    free[0] = quaternion_multiply(quaternion_from_exp_map(axis * turn), free[0])
-    return target, None, free
+    turned = np.isfinite(turn) & (np.abs(turn) > 1e-12)
+    axis = points[:, 2] / np.maximum(np.linalg.norm(points[:, 2], axis=-1, keepdims=True), 1e-300)
+    free[:, 0] = quaternion_multiply(quaternion_from_exp_map(axis * np.where(turned, turn, 0.0)[:, None]), free[:, 0])
+    return target, np.where(turned[:, None, None], free, start), turned
 
 
 def targets(obj, chains):

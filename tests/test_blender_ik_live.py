@@ -300,3 +300,151 @@ def test_a_limb_range_fitted_on_org_bones_reaches_the_mechanism_chain(clean_file
     (chain,) = addon.enforcement.compiled(obj).chains
     assert chain.names == ["MCH-upper", "MCH-lower"]
     assert chain.limb is not None
+
+
+def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon, monkeypatch):
+    """Keyed motion (the rig's limited root and the IK target) is solved a batch of frames at a
+    time (rig/ik_lookahead.py): playing it solves no frame on its own, and every frame's pose is
+    the solver's for that frame's evaluated inputs (where the limits let the target be reached;
+    elsewhere as near), within the limits."""
+    q_lib = addon.limits.quaternion
+    obj, target, pole, con = _limb(addon)
+    root = obj.pose.bones["root"]
+    addon.rig.sampling.store_clouds(obj, {"root": cone_motion(q_lib, 240, half_angle=0.3, seed=4)})
+    root.joint_limit.model = "kdop"
+    addon.rig.fitting.fit_pose_bone(obj, root)
+    root.joint_limit.enabled = True  # (a hierarchy's root is fitted off: it may carry the heading)
+    frames = 30
+    motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
+    motion[:, 0] = cone_motion(q_lib, frames, half_angle=0.6, seed=5)  # often outside the root's limit
+    motion[:, 2] = (math.cos(0.2), math.sin(0.2), 0.0, 0.0)
+    addon.rig.humanoid.key_rotations(obj, motion, "Keyed")
+    # within the limited reach, then far out of it, then back
+    for frame, location in zip((1, 10, 20, 30), ((0.0, -0.9, 2.7), (0.3, -0.6, 2.75), (1.5, 1.5, 0.5), (-0.2, -0.7, 2.8))):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    limits = _limits(addon, obj)
+    root_limit = addon.rig.storage.read_limit(root)
+    (chain,) = addon.enforcement.compiled(obj).chains
+    played, moved_root, reached = {}, 0, 0
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+        played[frame] = [evaluated_local_rotation(obj, n) for n in CHAIN]
+        for limit, q in zip(limits, played[frame]):
+            assert limit.violation(q) < HALF_DEGREE, frame
+        assert root_limit.violation(evaluated_local_rotation(obj, "root")) < 1e-4, frame
+        moved_root += root_limit.violation(motion[frame - 1, 0]) > 0.05
+        # the solver, on this frame's evaluated inputs (the limited root's pose, the target)
+        to_chain = np.linalg.inv(np.array(root.matrix)) @ np.linalg.inv(np.array(obj.matrix_world))
+        aim, swivel = (to_chain[:3, :3] @ np.array(o.matrix_world.translation) + to_chain[:3, 3] for o in (target, pole))
+        expected = addon.limits.ik.solve_two_bone(
+            chain.chain, aim, swivel, con.pole_angle, limits, initial=motion[frame - 1, 1:3]
+        )
+        if expected.distance < 1e-6:  # reachable within the limits: that very pose
+            angle = q_lib.quaternion_angle(np.array(played[frame]), expected.local_rotations)
+            assert np.degrees(angle).max() < 0.05, (frame, np.degrees(angle))
+            reached += 1
+        else:  # out of that reach: as near (frames between continue from a neighbour's solution)
+            tip = addon.limits.ik.chain_positions(chain.chain, np.array(played[frame]))[-1]
+            assert np.linalg.norm(tip - aim) < expected.distance + 2e-3, frame
+    assert moved_root > 5, "the root's keys leave its limit: the chain hangs from a limited pose"
+    assert 5 < reached < frames - 5, reached
+    assert not solved, f"{len(solved)} frames solved one at a time"
+    for frame in (17, 3, 30, 1, 22):  # scrubbing gives what playing gave
+        scene.frame_set(frame)
+        for q, expected in zip([evaluated_local_rotation(obj, n) for n in CHAIN], played[frame]):
+            assert q_lib.quaternion_angle(q, expected) < math.radians(0.01), frame
+
+
+def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution(clean_file, addon, monkeypatch):
+    """Two held limbs, one below the other (upper-lower, then hand-finger), both aiming at keyed
+    Empties: the lower limb's key holds the upper's (its root's parent is the upper limb's
+    solved end), so both are solved ahead and each frame's lower limb is the solver's answer
+    from where the upper limb's solution left its parent."""
+    q_lib = addon.limits.quaternion
+    names = ("root", "upper", "lower", "hand", "finger")
+    obj = chain_rig(names)
+    for i, name in enumerate(names[1:]):
+        pb = obj.pose.bones[name]
+        addon.rig.sampling.store_clouds(obj, {name: cone_motion(q_lib, 240, half_angle=0.5, seed=10 + i)})
+        pb.joint_limit.model = "kdop"
+        addon.rig.fitting.fit_pose_bone(obj, pb)
+        pb.joint_limit.enabled = True
+    targets = []
+    for owner in ("lower", "finger"):
+        con = obj.pose.bones[owner].constraints.new("IK")
+        con.target, con.chain_count = _empty(f"Target-{owner}", (0.0, 0.0, 0.0)), 2
+        targets.append(con.target)
+    for frame, location in zip((1, 5, 12, 20), ((0.4, -0.3, 2.8), (0.4, -0.3, 2.8), (1.5, 1.0, 1.0), (-0.3, 0.2, 2.9))):
+        targets[0].location = location
+        targets[0].keyframe_insert("location", frame=frame)
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(1)
+    # the hand's target: within its reach from where the upper limb holds the lower on frames 1-5
+    lower = np.array(obj.pose.bones["lower"].matrix)
+    reachable = lower[:3, 3] + lower[:3, :3] @ (0.0, 2.96, 0.0)  # (1.96 m from the hand: a slight bend)
+    for frame, location in zip((1, 5, 12, 20), (reachable, reachable, (0.2, 0.3, 4.9), (2.0, -2.0, 2.0))):
+        targets[1].location = location
+        targets[1].keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene.frame_set(1)
+    upper_chain, lower_chain = addon.enforcement.compiled(obj).chains
+    assert lower_chain.depends == [upper_chain]
+    limits = {n: addon.rig.storage.read_limit(obj.pose.bones[n]) for n in names[1:]}
+    checked = 0
+    for frame in range(1, 21):
+        scene.frame_set(frame)
+        for name, limit in limits.items():
+            assert limit.violation(evaluated_local_rotation(obj, name)) < HALF_DEGREE, (frame, name)
+        to_chain = np.linalg.inv(np.array(obj.pose.bones["lower"].matrix))  # the hand's parent, as solved
+        aim = to_chain[:3, :3] @ np.array(targets[1].matrix_world.translation) + to_chain[:3, 3]
+        expected = addon.limits.ik.solve_two_bone(lower_chain.chain, aim, None, 0.0, [limits["hand"], limits["finger"]])
+        played = np.array([evaluated_local_rotation(obj, n) for n in ("hand", "finger")])
+        tip = addon.limits.ik.chain_positions(lower_chain.chain, played)[-1]
+        assert np.linalg.norm(tip - aim) < expected.distance + 2e-3, frame
+        if expected.distance < 1e-6:
+            assert np.degrees(q_lib.quaternion_angle(played, expected.local_rotations)).max() < 0.05, frame
+            checked += 1
+    assert checked > 0
+    assert not solved, f"{len(solved)} frames solved one at a time"
+
+
+def test_a_keyed_target_of_a_limb_range_is_solved_ahead_relocated(clean_file, addon, monkeypatch):
+    """A limb with a limb range of motion (no per-joint limits) aiming at a keyed target, in and
+    out of its workspace: solved ahead in one batch (the pre-step vectorized over frames), each
+    frame's hand at the relocated target and its swivel inside the range there."""
+    from test_blender_limb import _apply, _ik_limb, _limb_frame, _limb_state
+
+    obj, target, _pole = _ik_limb(addon)
+    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    to_limb = _limb_frame(obj)
+    _, _, ends = addon.rig.limb.limb_poses(obj, "lower")
+    inside = ends[::10][model.contains(ends[::10] * 0.98) & model.contains(ends[::10] * 1.02)][0]
+    inside = _apply(np.linalg.inv(to_limb), inside)  # a sampled end, well inside the range
+    for frame, location in zip((1, 6, 10, 15), ((3.0, 2.0, 4.0), inside, inside, (-2.5, 1.0, 0.5))):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    solved = []
+    solution = addon.rig.limited_ik._solution
+    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    relocated = 0
+    for frame in range(1, 16):
+        scene.frame_set(frame)
+        aim = _apply(to_limb, np.array(target.matrix_world.translation))
+        end, swivel = _limb_state(addon, obj, model)
+        expected = model.relocate(aim[None])[0]
+        assert np.linalg.norm(end - expected) <= 1e-5, (frame, np.linalg.norm(end - expected))
+        assert abs(float(model.clamp_swivel(end, swivel)) - swivel) <= 1e-5, frame
+        relocated += np.linalg.norm(expected - aim) > 0.05
+    assert 0 < relocated < 15, relocated
+    assert not solved, f"{len(solved)} frames solved one at a time"
