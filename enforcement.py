@@ -25,7 +25,7 @@ from .rig.bone_errors import describe
 from .rig.limb import read_limb
 from .rig.lookahead import action_identity, action_poses
 from .rig.pose_io import PoseArrays, channel_of
-from .rig.storage import read_limit
+from .rig.storage import prefetch_limits, read_limit
 
 #: Poses remembered per rig (about 3 kB each for 60 bones).
 MEMO_SIZE = 4096
@@ -170,12 +170,18 @@ def _limbs(obj):
 def _compile(obj, bone_names):
     reuse = _Reuse(_reuse.get(obj.as_pointer()))
     entries = []  # (row, pose bone, limit, group key, identity) of every readable limited bone
+    prefetch_limits(
+        [
+            pb
+            for pb in obj.pose.bones
+            if pb.joint_limit.enabled and pb.joint_limit.has_limit and ("bone",) + _identity(pb.joint_limit) not in reuse.previous
+        ]
+    )
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if not settings.enabled or not settings.has_limit:
             continue
-        # the stored limit (its token changes with every write, and undo restores both) as read
-        identity = (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
+        identity = _identity(settings)
         try:
             limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
@@ -212,6 +218,12 @@ def _compile(obj, bone_names):
     _state["ik_targets"] = _state["ik_targets"] | limited_ik.targets(obj, chains)
     _reuse[obj.as_pointer()] = reuse.used
     return _CompiledRig(bone_names, groups, corrective.Corrected(obj, corrected) if corrected else None, chains)
+
+
+def _identity(settings):
+    """What a bone's compiled limit depends on: the stored limit (its token changes with every
+    write, and undo restores both) as read, and the softening settings."""
+    return (settings.limit_token or None, settings.use_softening, settings.soft_radius, settings.soft_falloff)
 
 
 def compiled(obj):

@@ -14,8 +14,10 @@ nearest-boundary entries) live on with it.
 import base64
 import binascii
 import collections
+import concurrent.futures
 import copy
 import json
+import os
 
 import numpy as np
 
@@ -150,6 +152,38 @@ def read_parsed(pose_bone, field, parse, what):
     else:
         _parsed.move_to_end(_parsed_key(settings, field, text))
     return value
+
+
+def prefetch_limits(pose_bones):
+    """Parse the stored limits of ``pose_bones`` that are not remembered yet, several at a
+    time (threads: inflating and checking a sinus texture's tables runs outside Python's lock),
+    and remember them, so that :func:`read_limit` finds them. A limit that does not parse is
+    left for :func:`read_limit` to report."""
+    todo = []
+    for pose_bone in pose_bones:
+        settings = pose_bone.joint_limit
+        text = datastore.get(settings, "limit")
+        if text and isinstance(text, str) and _parsed_key(settings, "limit", text) not in _parsed:
+            todo.append((settings, text))
+    workers = min(PARSE_THREADS, os.cpu_count() or 1, len(todo))
+    if workers < 2:
+        return
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        parsed = list(pool.map(_parse_or_none, [text for _, text in todo]))
+    for (settings, text), limit in zip(todo, parsed):
+        if limit is not None:
+            remember_parsed(settings, "limit", text, limit)
+
+
+#: Threads that parse stored limits at once (:func:`prefetch_limits`).
+PARSE_THREADS = 8
+
+
+def _parse_or_none(text):
+    try:
+        return limit_from_json(text)
+    except Exception:  # noqa: BLE001 - read_limit reports it, bone by bone
+        return None
 
 
 def forget_parsed():
