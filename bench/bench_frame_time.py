@@ -72,8 +72,15 @@ def main():
         if name != "floor" and rewrite in handlers:
             handlers.remove(rewrite)
 
-    # first play: compiling the limits and limiting the action ahead are paid in it
+    # a jump straight to the last frame, nothing limited yet: the look-ahead limits every frame
+    # before it (the same answer as playing there)
     set_up("ours")
+    scene.frame_set(1)
+    enforcement.invalidate()
+    t0 = time.perf_counter()
+    scene.frame_set(args.frames)
+    jump = time.perf_counter() - t0
+    # first play: compiling the limits and limiting the action ahead are paid in it
     enforcement.invalidate()
     first = _setup.play(scene, args.frames)
     computed = enforcement.compiled(obj).computed
@@ -86,7 +93,7 @@ def main():
     set_up("ours")
     moved = enforcement.enforce_object(obj)
     # the one-time costs inside the first play, measured apart (nothing kept from before)
-    enforcement.reset()
+    enforcement.invalidate()
     t0 = time.perf_counter()
     rig = enforcement.compiled(obj)
     t1 = time.perf_counter()
@@ -107,6 +114,7 @@ def main():
     print(
         f"    of which once: compiling the limits {1e3 * (t1 - t0):.1f} ms, limiting the action ahead {1e3 * (t2 - t1):.1f} ms (lookup tables built on first use included)"
     )
+    print(f"  Joint Limits, a jump to the last frame first (compiling and limiting every frame before it): {1e3 * jump:.0f} ms")
     print(
         f"  Joint Limits, later plays:               {best['ours']:7.3f} ms   ratio to native {best['ours'] / native:5.2f}x   (target <= 1.5x)"
     )
