@@ -11,6 +11,7 @@ numpy projection per model kind. Nothing here raises into Blender: a broken bone
 """
 
 import functools
+import time
 
 import bpy
 import numpy as np
@@ -416,7 +417,43 @@ def _look_ahead(obj, rig, arrays):
         return False
     if ahead.done < len(frames):
         rig.ahead = ahead
+        if not bpy.app.timers.is_registered(work_ahead):
+            bpy.app.timers.register(work_ahead, first_interval=AHEAD_INTERVAL)
     return True
+
+
+#: Seconds between the steps of :func:`work_ahead`, and the seconds of work in one step.
+AHEAD_INTERVAL = 0.02
+AHEAD_BUDGET = 0.02
+
+
+def work_ahead():
+    """A timer: while Blender waits for the user, limit the look-ahead's pending frames in
+    frame order, about :data:`AHEAD_BUDGET` seconds at a time, so that playing or jumping
+    later finds them remembered (the first play of a long action then costs what later plays
+    do). Returns the seconds to the next step, or None when every rig is done (the timer
+    ends). Never raises: a failure forgets the pending frames as :func:`_resolve` does."""
+    start = time.perf_counter()
+    pending = False
+    for rig in list(_cache.values()):
+        ahead = rig.ahead
+        while ahead is not None and ahead.done < len(ahead.keys):
+            if time.perf_counter() - start > AHEAD_BUDGET:
+                return AHEAD_INTERVAL
+            try:
+                ahead.remember(rig, ahead.done + 1)
+            except Exception:  # noqa: BLE001 - see _look_ahead
+                _forget_ahead(rig)
+                break
+        pending = pending or (rig.ahead is not None and rig.ahead.done < len(rig.ahead.keys))
+    return AHEAD_INTERVAL if pending else None
+
+
+def _forget_ahead(rig):
+    """Drop the look-ahead's pending frames (they are limited one at a time instead)."""
+    for k in [k for k, v in rig.memo.items() if v is _PENDING]:
+        del rig.memo[k]
+    rig.ahead = None
 
 
 #: a memo entry for a frame of the action the look-ahead has not limited yet
@@ -483,9 +520,7 @@ def _resolve(rig, key):
             return hit
     except Exception:  # noqa: BLE001 - see _look_ahead
         pass
-    for k in [k for k, v in rig.memo.items() if v is _PENDING]:
-        del rig.memo[k]
-    rig.ahead = None
+    _forget_ahead(rig)
     return None
 
 
@@ -596,5 +631,7 @@ def register():
 
 def unregister():
     uninstall(HANDLERS, __name__)
+    if bpy.app.timers.is_registered(work_ahead):
+        bpy.app.timers.unregister(work_ahead)
     corrective.remove_everywhere()
     reset()

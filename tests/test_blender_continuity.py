@@ -116,3 +116,34 @@ def test_dragging_continues_from_the_last_limited_pose(clean_file, addon):
     for b, limit in enumerate(_limits(addon, obj)):
         assert not _pops(addon, motion[:, b], dragged[:, b]).any(), KINDS[b]
         assert np.all(limit.violation(dragged[:, b]) < 1e-4), KINDS[b]
+
+
+def test_pending_frames_are_limited_while_blender_is_idle(clean_file, addon):
+    """Switching enforcement on limits the frame shown; a timer limits the rest of the action
+    in frame order while Blender waits (enforcement.work_ahead), so that a jump or a first play
+    finds every frame remembered: the same poses as playing, no frame limited when shown."""
+    obj, _, _ = _rig(addon)
+    scene = bpy.context.scene
+    enforcement = addon.enforcement
+    scene.joint_limits.enforce_live = True
+    scene.frame_set(1)
+    rig = enforcement.compiled(obj)
+    assert rig.ahead is not None and rig.ahead.done < FRAMES  # frames still to limit
+    assert bpy.app.timers.is_registered(enforcement.work_ahead)
+    steps = 0
+    while enforcement.work_ahead() is not None:  # (the PyPI module runs no timers: step it here)
+        steps += 1
+        assert steps < 10_000
+    assert rig.ahead.done == FRAMES
+    assert not any(v is enforcement._PENDING for v in rig.memo.values())
+    jumped = {}
+    for f in (FRAMES, 1, FRAMES // 2):
+        scene.frame_set(f)
+        jumped[f] = _pose(obj)
+    assert rig.ahead.done == FRAMES
+    enforcement.invalidate()  # as limited when played, frame after frame
+    for f in range(1, FRAMES + 1):
+        scene.frame_set(f)
+        if f in jumped:
+            np.testing.assert_allclose(jumped[f], _pose(obj), atol=1e-6, err_msg=f"frame {f}")
+    scene.joint_limits.enforce_live = False

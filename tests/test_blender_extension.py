@@ -79,8 +79,10 @@ def test_unregister_removes_every_handler_class_and_property(tmp_path):
                           for h in (getattr(bpy.app.handlers, name) if isinstance(getattr(bpy.app.handlers, name), list) else [])
                           if "joint_limits" in getattr(h, "__module__", ""))
         before = ours()
+        timer = mod.enforcement.work_ahead  # (registered while a look-ahead has frames pending)
+        bpy.app.timers.register(timer, first_interval=60.0)
         addon_utils.disable(blender_session.MODULE, default_set=True)
-        after = ours()
+        after = ours() + (["timer:work_ahead"] if bpy.app.timers.is_registered(timer) else [])
         leftovers = [c for c in ("JOINTLIMITS_OT_fit", "JOINTLIMITS_PT_limit", "JointLimitSettings") if hasattr(bpy.types, c)]
         print("RESULT " + json.dumps(dict(before=before, after=after, leftovers=leftovers,
               prop=hasattr(bpy.types.PoseBone, "joint_limit") or hasattr(bpy.types.Bone, "joint_limit"),
