@@ -38,7 +38,7 @@ import numpy as np
 
 from .checks import check_padding
 from .constants import EPS
-from .fidelity import VOLUME_ROTATIONS, VOLUME_SEED, fidelity, rotation_ball_share  # noqa: F401 (rotation_ball_share: kept importable here)
+from .fidelity import VOLUME_ROTATIONS, VOLUME_SEED, Fidelity, fidelity, rotation_ball_share  # noqa: F401 (rotation_ball_share: kept importable here)
 from .quaternion import as_quaternions, check_finite, quaternion_normalize
 
 AXES = "XYZ"
@@ -219,24 +219,19 @@ class IkFidelity:
     locked: tuple = ()
 
     @property
+    def _shared(self):
+        return Fidelity(self.samples, self.sample_share, self.box_volume, self.limit_volume)
+
+    @property
     def volume_ratio(self):
         """IK limits' volume over the learned limit's (``None`` without a learned limit, ``inf``
         when the learned limit accepts none of the random rotations)."""
-        if self.limit_volume is None:
-            return None
-        return self.box_volume / self.limit_volume if self.limit_volume > 0 else math.inf
+        return self._shared.volume_ratio
 
     def summary(self):
         """One line: ``accepts 100.0% of 240 samples; volume 2.10x the learned limit's (0.99% vs
         0.47% of all rotations); Y: samples 10..40 deg, widened to hold the rest pose``."""
-        parts = [f"accepts {100 * self.sample_share:.1f}% of {self.samples} samples"]
-        if self.limit_volume is None:
-            parts.append(f"volume {100 * self.box_volume:.2f}% of all rotations (no learned limit to compare)")
-        else:
-            parts.append(
-                f"volume {self.volume_ratio:.2f}x the learned limit's "
-                f"({100 * self.box_volume:.2f}% vs {100 * self.limit_volume:.2f}% of all rotations)"
-            )
+        parts = [self._shared.summary()]
         if self.locked:
             parts.append(f"locked: {', '.join(self.locked)} (no volume)")
         for axis, (lo, hi) in self.widened.items():

@@ -21,6 +21,28 @@ FORMAT_ITEMS = (
 assert {item[0] for item in FORMAT_ITEMS} == set(ENGINES)
 
 
+def target_share_property(what):
+    """The operator setting of how much of the learned limit ``what`` must accept."""
+    return FloatProperty(
+        name="Target Share",
+        description=f"Share of the samples the learned limit accepts that {what} must accept",
+        default=TARGET_SHARE,
+        min=0.5,
+        max=1.0,
+    )
+
+
+def break_margin_property(where):
+    """The operator setting of Kelly's break margin (``where`` it goes)."""
+    return FloatProperty(
+        name="Break Margin",
+        description=f"Degrees beyond the limit before the joint breaks (Kelly), {where}",
+        default=DEFAULT_BREAK_MARGIN_DEG,
+        min=0.0,
+        max=180.0,
+    )
+
+
 class JOINTLIMITS_OT_export_engine(bpy.types.Operator, ExportHelper):
     """Write the selected bones' limits for a game or physics engine, one file for the rig: per bone the engine's cone or pyramid and twist limits fitted to its samples, how faithful they are, the break margin and the rest frame; the fidelity also goes to the text 'Joint Limits Engine Export'"""
 
@@ -29,20 +51,8 @@ class JOINTLIMITS_OT_export_engine(bpy.types.Operator, ExportHelper):
     filename_ext = ".json"
     filter_glob: StringProperty(description="Files shown in the file browser", default="*.json;*.usda", options={"HIDDEN"})
     format: EnumProperty(name="Format", description="Engine to write the limits for", items=FORMAT_ITEMS, default="physx")
-    target: FloatProperty(
-        name="Target Share",
-        description="Share of the samples the learned limit accepts that each approximation must accept",
-        default=TARGET_SHARE,
-        min=0.5,
-        max=1.0,
-    )
-    break_margin: FloatProperty(
-        name="Break Margin",
-        description="Degrees beyond the limit before the joint breaks (Kelly), for bones whose limit has none",
-        default=DEFAULT_BREAK_MARGIN_DEG,
-        min=0.0,
-        max=180.0,
-    )
+    target: target_share_property("each approximation")
+    break_margin: break_margin_property("for bones whose limit has none")
 
     @classmethod
     def poll(cls, context):

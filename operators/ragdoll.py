@@ -1,11 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import bpy
-from bpy.props import FloatProperty
 
-from ..limits.engine_limits import DEFAULT_BREAK_MARGIN_DEG, TARGET_SHARE
 from ..rig.bone_errors import SkippedBones
 from ..rig.ragdoll import build_ragdoll
 from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
+from .export_engine import break_margin_property, target_share_property
 
 
 class JOINTLIMITS_OT_ragdoll(bpy.types.Operator):
@@ -14,20 +13,8 @@ class JOINTLIMITS_OT_ragdoll(bpy.types.Operator):
     bl_idname = "pose.joint_limits_ragdoll"
     bl_label = "Build Ragdoll"
     bl_options = {"REGISTER", "UNDO"}
-    target: FloatProperty(
-        name="Target Share",
-        description="Share of the samples the learned limit accepts that each joint's limits must accept",
-        default=TARGET_SHARE,
-        min=0.5,
-        max=1.0,
-    )
-    break_margin: FloatProperty(
-        name="Break Margin",
-        description="Degrees beyond the limit before the joint breaks (Kelly), kept on each joint empty",
-        default=DEFAULT_BREAK_MARGIN_DEG,
-        min=0.0,
-        max=180.0,
-    )
+    target: target_share_property("each joint's limits")
+    break_margin: break_margin_property("kept on each joint empty")
 
     @classmethod
     def poll(cls, context):
