@@ -149,7 +149,7 @@ def _run_tasks(tasks, jobs, on_result):
     with _spawnable_path():
         while queue or inflight:
             broken = False
-            while executor is not None and queue and len(inflight) < 2 * workers:
+            while executor is not None and queue and len(inflight) < 4 * workers:
                 try:
                     future = executor.submit(_task, *queue[0][1])
                 except BrokenProcessPool:  # a worker died since the last look: its clip is in flight
