@@ -217,10 +217,17 @@ def bone_entry(engine, bone, target=el.TARGET_SHARE, break_margin=None, count=VO
     return entry
 
 
-def rig_export(engine, armature, bones, target=el.TARGET_SHARE, break_margin=None, count=VOLUME_ROTATIONS):
-    """The export of a rig as plain data: ``bones`` as for :func:`bone_entry`."""
+def rig_export(engine, armature, bones, target=el.TARGET_SHARE, break_margin=None, count=VOLUME_ROTATIONS, progress=None):
+    """The export of a rig as plain data: ``bones`` as for :func:`bone_entry`. ``progress(done)``,
+    when given, is called after each bone (fitting a bone's approximations takes a fraction of
+    a second)."""
     if not 0.0 < float(target) <= 1.0:
         raise ValueError(f"target share must be in (0, 1], got {target!r}")
+    entries = []
+    for bone in bones:
+        entries.append(bone_entry(engine, bone, target, break_margin, count))
+        if progress is not None:
+            progress(len(entries))
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -228,7 +235,7 @@ def rig_export(engine, armature, bones, target=el.TARGET_SHARE, break_margin=Non
         "armature": str(armature),
         "target_share": float(target),
         "conventions": dict(CONVENTIONS),
-        "bones": [bone_entry(engine, bone, target, break_margin, count) for bone in bones],
+        "bones": entries,
     }
 
 

@@ -7,7 +7,7 @@ from ..limits.engine_export import ENGINES, SUFFIXES
 from ..limits.engine_limits import DEFAULT_BREAK_MARGIN_DEG, TARGET_SHARE
 from ..rig.bone_errors import SkippedBones
 from ..rig.engine_export import TEXT_NAME, report_lines, rig_export, write_export
-from ._common import armature_in_pose_mode, plural, report_done, selected_bones_with_samples
+from ._common import armature_in_pose_mode, plural, progress, report_done, selected_bones_with_samples
 
 FORMAT_ITEMS = (
     ("physx", "PhysX D6", "PxD6Joint twist range and elliptical swing cone (radians), joint frames in PhysX axes"),
@@ -71,7 +71,8 @@ class JOINTLIMITS_OT_export_engine(bpy.types.Operator, ExportHelper):
         obj = context.object
         bones = selected_bones_with_samples(context)
         skipped = SkippedBones()
-        data = rig_export(obj, [pb.name for pb in bones], self.format, self.target, self.break_margin, skipped)
+        with progress(context, len(bones)) as update:
+            data = rig_export(obj, [pb.name for pb in bones], self.format, self.target, self.break_margin, skipped, update)
         path = write_export(self.filepath, data)
         lines = report_lines(data)
         for line in lines:

@@ -37,10 +37,10 @@ def bone_record(pose_bone):
     }
 
 
-def rig_export(obj, bone_names, engine, target=TARGET_SHARE, break_margin=None, skipped=None):
+def rig_export(obj, bone_names, engine, target=TARGET_SHARE, break_margin=None, skipped=None, progress=None):
     """The export data of armature ``obj``'s bones ``bone_names`` (those with samples; a bone
     whose data cannot be read is added to ``skipped``, a :class:`SkippedBones`, and left out).
-    ``ValueError`` when no bone is left."""
+    ``progress(done)`` after each bone exported. ``ValueError`` when no bone is left."""
     skipped = SkippedBones() if skipped is None else skipped
     records = []
     for name in bone_names:
@@ -52,7 +52,7 @@ def rig_export(obj, bone_names, engine, target=TARGET_SHARE, break_margin=None, 
     if not records:
         why = f" ({skipped.summary()})" if skipped else ""
         raise ValueError(f"no bone of {obj.name} with samples to export{why}; run Sample Rotations first")
-    return engine_export.rig_export(engine, obj.name, records, target=target, break_margin=break_margin)
+    return engine_export.rig_export(engine, obj.name, records, target=target, break_margin=break_margin, progress=progress)
 
 
 def write_export(path, data):

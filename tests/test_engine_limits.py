@@ -197,6 +197,12 @@ def test_json_exports_read_back_with_the_same_numbers(engine, cone_bone):
         assert 0 < fid["volume"] < 1 and fid["volume_ratio"] == pytest.approx(fid["volume"] / fid["limit_volume"])
 
 
+def test_the_export_says_how_far_it_got(cone_bone):
+    done = []
+    data = ee.rig_export("jolt", "Rig", [cone_bone, cone_bone, cone_bone], count=500, progress=done.append)
+    assert done == [1, 2, 3] and len(data["bones"]) == 3
+
+
 def test_each_engine_writes_its_own_units(cone_bone):
     """Degrees where the engine takes degrees, the same angle in radians elsewhere."""
     out = {
