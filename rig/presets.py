@@ -28,6 +28,7 @@ from .bone_errors import SkippedBones, guarded
 from .fitting import fit_pose_bone
 from .skeleton_io import skeleton_from_armature
 from .storage import read_cloud_clips, write_cloud
+from .symmetry import body_mirror
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 #: Preset names -> files in :data:`PRESET_DIR`.
@@ -163,7 +164,7 @@ def apply_preset(obj, preset, bone_names=None, add_data=False, model=None, mode=
     that fails to fit is named in the result's ``skipped`` (its samples are still stored, as
     with *Fit*)."""
     match = match_preset(obj, preset, bone_names)
-    fitted, skipped = {}, SkippedBones()
+    fitted, written, skipped = {}, {}, SkippedBones()
     for name, q in match.samples.items():
         pb = obj.pose.bones[name]
         with guarded(skipped, name):
@@ -181,12 +182,18 @@ def apply_preset(obj, preset, bone_names=None, add_data=False, model=None, mode=
                 q = np.concatenate([*parts, q])
                 runs = [(clip, n) for clip, n, _ in keep] + runs
             write_cloud(pb, q, clip=runs)
+            written[name] = (len(q), own)
+    # fitted once every bone holds its samples: a bone learns from its mirror bone's new ones
+    mirror = body_mirror(obj)
+    for name, (count, own) in written.items():
+        pb = obj.pose.bones[name]
+        with guarded(skipped, name):
             for setting, value in (("model", model), ("mode", mode)):
                 if value and getattr(pb.joint_limit, setting) != value:
                     setattr(pb.joint_limit, setting, value)
-            fit_pose_bone(obj, pb)
+            fit_pose_bone(obj, pb, mirror)
             pb.joint_limit.last_error = ""
-            fitted[name] = (match.joints[name], len(q) - own, own)
+            fitted[name] = (match.joints[name], count - own, own)
     for name, why in skipped.items():
         obj.pose.bones[name].joint_limit.last_error = why
     return PresetResult(fitted, match.unmatched, match.no_data, skipped)
