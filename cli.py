@@ -130,6 +130,11 @@ def _parser():
         help="limit model kind for batch fit (default: auto)",
     )
     sp.add_argument(
+        "--sides-apart",
+        action="store_true",
+        help="fit: each side learns from its own samples only (default: left/right bones also learn from each other's, seen in the mirror)",
+    )
+    sp.add_argument(
         "--rig",
         metavar="RIG.blend",
         help="fit: also write the limits onto the matching bones of this file's armature and save it",

@@ -211,6 +211,7 @@ def cli_batch(args):
         bone_map=args.bone_map,
         scheduler=args.scheduler,
         pictures=args.pictures,
+        symmetry=not args.sides_apart,
     )
     print(
         f"batch {args.job}: {summary['clips_done']} of {summary['clips_total']} clips done, {summary['clips_failed']} failed; see {Path(args.output) / 'summary.md'}"

@@ -70,6 +70,12 @@ class BlendClip:
         with temporarily_assigned(self.obj, self.action):
             return carries_heading(self.obj, self.obj.pose.bones[self.names[j]])
 
+    def skeleton(self):
+        """The armature's rest skeleton (:class:`..limits.skeleton.Skeleton`, armature space)."""
+        from ..rig.skeleton_io import skeleton_from_armature
+
+        return skeleton_from_armature(self.obj)
+
     def world_rest_rotations(self):
         """``(J, 4)`` each bone's rest orientation in world space (object and bone rest)."""
         world = np.array(self.obj.matrix_world.to_3x3().normalized(), dtype=float)

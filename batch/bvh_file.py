@@ -31,6 +31,7 @@ from ..limits.quaternion import (
     quaternion_from_matrix,
     quaternion_multiply,
 )
+from ..limits.skeleton import Skeleton
 
 POSITION_CHANNELS = ("xposition", "yposition", "zposition")
 ROTATION_CHANNELS = ("xrotation", "yrotation", "zrotation")
@@ -102,8 +103,9 @@ class BvhClip:
         values = values[np.isfinite(values).all(axis=1)]
         return bool(len(values)) and float(np.ptp(values, axis=0).max(initial=0.0)) > travel
 
-    def rest_rotations(self):
-        """``(J, 4)`` rest orientation of every joint's bone, as Blender's importer builds it."""
+    def rest_heads_tails(self):
+        """``(J, 3)`` heads and tails of the joints' bones at rest (file axes and units), as
+        Blender's importer places them: a tail at the End Site, else at the children's mean."""
         heads = np.zeros((len(self.names), 3))
         for j, p in enumerate(self.parents):
             heads[j] = self.offsets[j] + (heads[p] if p >= 0 else 0.0)
@@ -116,9 +118,20 @@ class BvhClip:
                 tails[j] = heads[children].mean(axis=0)
             if np.linalg.norm(tails[j] - heads[j]) <= 0.001:
                 tails[j, 1] += 0.1
+        return heads, tails
+
+    def rest_rotations(self):
+        """``(J, 4)`` rest orientation of every joint's bone, as Blender's importer builds it."""
+        heads, tails = self.rest_heads_tails()
         # Blender keeps heads and tails in single precision
         direction = tails.astype(np.float32).astype(float) - heads.astype(np.float32).astype(float)
         return quaternion_from_matrix(bone_matrix_zero_roll(direction / np.linalg.norm(direction, axis=1, keepdims=True)))
+
+    def skeleton(self):
+        """The clip's rest skeleton (:class:`..limits.skeleton.Skeleton`, file axes): what
+        :class:`..limits.symmetry.BodyMirror` finds the body's symmetry in."""
+        heads, tails = self.rest_heads_tails()
+        return Skeleton(self.names, self.parents, heads, tails, self.rest_rotations())
 
     def world_rest_rotations(self):
         """``(J, 4)`` rest orientations in Blender's world space: Blender's importer gives the

@@ -61,7 +61,8 @@ def open_clip(ref):
 def fit_samples(ref):
     """``{"frames": F, "bones": {joint: (N, 4) finite local rotations}, "heading": [joints
     that carry the heading or travel], "rest": {joint: (4,) rest orientation in world
-    space}}`` of the clip ``ref``."""
+    space}, "skeleton": the rest skeleton as plain arrays (:func:`skeleton_arrays`)}`` of the
+    clip ``ref``."""
     clip = open_clip(ref)
     q = clip.local_rotations()
     rest = clip.world_rest_rotations()
@@ -73,7 +74,25 @@ def fit_samples(ref):
         bones[name] = rows[np.isfinite(rows).all(axis=1)]
         rests[name] = rest[j]
     heading = [name for j, name in enumerate(clip.names) if clip.carries_heading(j)]
-    return {"frames": clip.frame_count, "bones": bones, "heading": heading, "rest": rests}
+    return {
+        "frames": clip.frame_count,
+        "bones": bones,
+        "heading": heading,
+        "rest": rests,
+        "skeleton": skeleton_arrays(clip.skeleton()),
+    }
+
+
+def skeleton_arrays(skeleton):
+    """A :class:`..limits.skeleton.Skeleton` as plain data (what crosses processes and is cached):
+    ``{"names": [...], "parents": (J,), "heads": (J, 3), "tails": (J, 3), "rest": (J, 4)}``."""
+    return {
+        "names": list(skeleton.names),
+        "parents": skeleton.parents,
+        "heads": skeleton.heads,
+        "tails": skeleton.tails,
+        "rest": skeleton.rest_rotations,
+    }
 
 
 def _violations(clip, limits):

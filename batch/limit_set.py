@@ -7,7 +7,11 @@ A JSON object, keys sorted, no whitespace::
     {"format": "joint_limits.limit_set", "version": 1,
      "bones": {"<bone>": <a limit as limits/serialize.py writes it>, ...},
      "clips": ["<clip>", ...], "model": "<kind>", "samples": {"<bone>": N, ...},
-     "skipped": {"<bone>": "<why it has no limit>", ...}}
+     "skipped": {"<bone>": "<why it has no limit>", ...},
+     "mirrored": {"<bone>": {"bone": "<its mirror bone>", "samples": N}, ...}}
+
+``samples`` counts a bone's own samples; ``mirrored`` the mirror bone's samples it also learned
+from (seen in the mirror), absent from files fitted with the sides apart.
 
 Bones are matched to a clip's joints by name. Each limit is in the bone space Blender's BVH
 importer gives (:mod:`.bvh_file`), so it can also be loaded onto a rig imported from such a clip.

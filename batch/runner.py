@@ -217,7 +217,18 @@ def _done_report(report_path, clip_out, limits_sha):
 
 
 def run_batch(
-    job, inputs, output, limits=None, model="auto", jobs=1, stream=None, rig=None, bone_map=None, scheduler=None, pictures=False
+    job,
+    inputs,
+    output,
+    limits=None,
+    model="auto",
+    jobs=1,
+    stream=None,
+    rig=None,
+    bone_map=None,
+    scheduler=None,
+    pictures=False,
+    symmetry=True,
 ):
     """Run ``job`` over the clips ``inputs`` (folders, globs, files, ``file.blend:Action``)
     into the folder ``output``; returns ``(summary dict, stats)`` where stats (not written
@@ -227,7 +238,9 @@ def run_batch(
     ``rig`` (fit): a .blend whose armature gets the limits (:mod:`.onto_rig`), with
     ``bone_map`` (a JSON file) naming pairs automatic matching would miss. ``scheduler``: a
     Dask scheduler address; the clips run there (:mod:`.dask_cluster`) instead of ``jobs``
-    local processes. .blend and FBX clips replace the file open in this process (one job).
+    local processes. ``symmetry`` (fit): left/right bones learn from each other's samples seen
+    in the mirror (:func:`..limits.symmetry.learn_from_both_sides`; the first clip's skeleton
+    says which bones mirror). .blend and FBX clips replace the file open in this process (one job).
     ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib)."""
     stream = stream or sys.stderr
     if job not in JOBS:
@@ -297,7 +310,7 @@ def run_batch(
             _check_parallel_possible()
         _run_tasks(tasks, min(jobs, max(len(tasks), 1)), on_result)
     if job == "fit":
-        summary = _fit(results, failures, model, output, rig, bone_map)
+        summary = _fit(results, failures, model, output, rig, bone_map, symmetry)
     else:
         summary = _summary(job, results, failures, Path(limits).name, limits_sha)
     clip_jobs.write_atomic(output / "summary.json", _json_bytes(summary))
@@ -375,12 +388,25 @@ def _summary(job, results, failures, limits_name, limits_sha):
     }
 
 
-def _fit(results, failures, model, output, rig=None, bone_map=None):
-    """Pool the clips' samples per bone (clip order: by name), fit each bone, write the limit
-    set (and onto ``rig``); returns the summary."""
+def _body_mirror(results, names, pooled):
+    """The :class:`..limits.symmetry.BodyMirror` of the first clip's skeleton (clip order), in
+    its rest pose or the pooled samples' neutral pose; ``None`` when it does not mirror."""
+    from ..limits.skeleton import Skeleton
+    from ..limits.symmetry import BodyMirror, neutral_pose
+
+    arrays = results[names[0]]["skeleton"]
+    skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
+    return BodyMirror.of(skeleton, neutral_pose(skeleton.names, pooled))
+
+
+def _fit(results, failures, model, output, rig=None, bone_map=None, symmetry=True):
+    """Pool the clips' samples per bone (clip order: by name), with ``symmetry`` add each bone's
+    mirror partner's, fit each bone, write the limit set (and onto ``rig``); returns the
+    summary."""
     from ..limits.constants import BONE_AXIS
     from ..limits.joint import JointLimit
     from ..limits.model import model_class
+    from ..limits.symmetry import learn_from_both_sides
 
     names = sorted(results)
     heading = sorted({b for n in names for b in results[n]["heading"]})
@@ -393,6 +419,10 @@ def _fit(results, failures, model, output, rig=None, bone_map=None):
                 rests.setdefault(bone, results[n]["rest"][bone])  # the first clip's rest
     pooled = {b: np.concatenate(v) for b, v in pooled.items()}
     labels = {b: np.concatenate(v) for b, v in labels.items()}
+    own = {b: len(q) for b, q in pooled.items()}
+    mirrored = {}
+    if symmetry and names:
+        pooled, labels, mirrored = learn_from_both_sides(_body_mirror(results, names, pooled), pooled, labels)
     available = {"padding": 0.05, "mode": "FULL", "twist_axis": BONE_AXIS.copy(), "order": "XYZ", "target": 0.99}
     try:
         allowed = model_class(model).FIT_OPTIONS
@@ -407,7 +437,7 @@ def _fit(results, failures, model, output, rig=None, bone_map=None):
 
     limits, skipped, samples = {}, {}, {}
     for bone in sorted(pooled):
-        samples[bone] = len(pooled[bone])
+        samples[bone] = own[bone]
         if bone in heading:
             skipped[bone] = "carries the heading or travel (a root, or its position channels move): not limited"
             continue
@@ -421,7 +451,8 @@ def _fit(results, failures, model, output, rig=None, bone_map=None):
             first = sorted(failures)[0]
             why += f"; {len(failures)} clips failed, {first}: {failures[first]}"
         raise ValueError(f"no bone could be fitted ({why})")
-    text = limit_set_text(limits, clips=names, model=model, samples=samples, skipped=skipped)
+    learned = {b: {"bone": p, "samples": n} for b, (p, n) in mirrored.items() if b in limits}
+    text = limit_set_text(limits, clips=names, model=model, samples=samples, skipped=skipped, mirrored=learned)
     clip_jobs.write_atomic(output / "limits.json", text.encode("utf-8"))
     onto = None
     if rig:
@@ -444,7 +475,12 @@ def _fit(results, failures, model, output, rig=None, bone_map=None):
         "frames": sum(results[n]["frames"] for n in names),
         "clips": clips,
         "bones": [
-            {"bone": b, "samples": samples[b], **({"model": limits[b].model.kind} if b in limits else {"skipped": skipped[b]})}
+            {
+                "bone": b,
+                "samples": samples[b],
+                **({"model": limits[b].model.kind} if b in limits else {"skipped": skipped[b]}),
+                **({"mirrored_from": learned[b]} if b in learned else {}),
+            }
             for b in sorted(samples)
         ],
         **({"rig": onto} if onto else {}),

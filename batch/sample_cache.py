@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 1
+#: 2: with the clip's rest skeleton (for the body's symmetry).
+VERSION = 2
 
 
 def clip_key(ref):
@@ -39,6 +40,7 @@ def write_samples(path, key, result):
         "rotations": np.concatenate([result["bones"][n] for n in names]).reshape(-1, 4).astype(float),
         "rest": np.array([result["rest"][n] for n in names], dtype=float).reshape(-1, 4),
         "heading": np.array(sorted(result["heading"]), dtype=str),
+        **{f"skeleton_{k}": np.asarray(v, dtype=str if k == "names" else None) for k, v in result["skeleton"].items()},
     }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
@@ -63,9 +65,12 @@ def read_samples(path, key):
             counts, rotations, rest = data["counts"], data["rotations"], data["rest"]
             heading = [str(n) for n in data["heading"]]
             frames = int(data["frames"])
+            skeleton = {k: data[f"skeleton_{k}"] for k in ("names", "parents", "heads", "tails", "rest")}
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
         return None
     if len(counts) != len(names) or counts.sum() != len(rotations) or len(rest) != len(names):
+        return None
+    if any(len(skeleton[k]) != len(skeleton["names"]) for k in ("parents", "heads", "tails", "rest")):
         return None
     parts = np.split(rotations, np.cumsum(counts)[:-1]) if len(names) else []
     return {
@@ -73,4 +78,5 @@ def read_samples(path, key):
         "bones": dict(zip(names, parts, strict=True)),
         "heading": heading,
         "rest": dict(zip(names, rest, strict=True)),
+        "skeleton": {**skeleton, "names": [str(n) for n in skeleton["names"]]},
     }

@@ -6,6 +6,13 @@ def _worst(w):
     return f"{w['degrees']:.1f}° ({w['bone']}, frame {w['frame']})" if w else "-"
 
 
+def _mirrored(bone):
+    m = bone.get("mirrored_from")
+    if not m:
+        return "-"
+    return f"{'itself, mirrored' if m['bone'] == bone['bone'] else m['bone']} ({m['samples']} samples)"
+
+
 def summary_markdown(s, picture=None, no_picture=None):
     """Markdown text of a summary dict from :func:`.runner.run_batch`, showing the file
     ``picture`` (beside it) or saying why there is none (``no_picture``)."""
@@ -17,10 +24,15 @@ def summary_markdown(s, picture=None, no_picture=None):
             f"Fitted {len(fitted)} bones (model `{s['model']}`) from {s['clips_done']} of {s['clips_total']} clips "
             f"({s['frames']} frames) into `{s['limits']}`; {s['clips_failed']} clips failed.",
             "",
-            "| bone | samples | limit |",
-            "| --- | ---: | --- |",
+            "Samples are a bone's own; *also learned from* names the mirror bone whose samples, seen in the "
+            "mirror, it learned from too (`--sides-apart` fits each side alone).",
+            "",
+            "| bone | samples | also learned from | limit |",
+            "| --- | ---: | --- | --- |",
         ]
-        out += [f"| {b['bone']} | {b['samples']} | {b.get('model') or 'none: ' + b['skipped']} |" for b in s["bones"]]
+        out += [
+            f"| {b['bone']} | {b['samples']} | {_mirrored(b)} | {b.get('model') or 'none: ' + b['skipped']} |" for b in s["bones"]
+        ]
         rig = s.get("rig")
         if rig:
             out += [

@@ -61,22 +61,16 @@ def clouds_from(files, rig):
 
 def with_mirror_images(rig, clouds, clips):
     """The clouds with each bone's mirror partner's samples seen in the mirror added (what a
-    fit with *Learn From Both Sides* uses, :mod:`rig.symmetry`: the rest pose's mirror, or the
-    neutral pose's, each bone at the mean of its samples); a mirrored sample keeps its clip."""
+    fit with *Learn From Both Sides* uses, :func:`limits.symmetry.learn_from_both_sides`)."""
+    symmetry = addon.limits.symmetry
     skeleton = addon.rig.skeleton_io.skeleton_from_armature(rig)
-    mean = addon.limits.quaternion.quaternion_mean
-    neutral = np.array([mean(clouds[n]) if n in clouds else [1.0, 0, 0, 0] for n in skeleton.names])
-    mirror = addon.limits.symmetry.BodyMirror.of(skeleton, neutral)
+    mirror = symmetry.BodyMirror.of(skeleton, symmetry.neutral_pose(skeleton.names, clouds))
     if mirror is None:
         print("no symmetry: neither the rest pose nor the neutral pose mirrors")
         return clouds, clips
     poses = [mirror.poses[n] for n, p in mirror.partners.items() if n != p]
     print(f"symmetry: {poses.count('rest') // 2} pairs mirror at rest, {poses.count('neutral') // 2} in the neutral pose")
-    out, labels = dict(clouds), dict(clips)
-    for name, partner in mirror.partners.items():
-        if name in clouds and partner in clouds:
-            out[name] = np.concatenate((clouds[name], mirror.mirrored(clouds[partner], name, partner)))
-            labels[name] = np.concatenate((clips[name], clips[partner]))
+    out, labels, _ = symmetry.learn_from_both_sides(mirror, clouds, clips)
     return out, labels
 
 

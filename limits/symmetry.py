@@ -184,3 +184,35 @@ def mirror_pairs(names, heads, tails, lengths):
         if name not in pairs and on_plane <= max(HEAD_TOLERANCE * lengths[i], MIN_TOLERANCE):
             partners[name] = name
     return partners, normal
+
+
+def neutral_pose(names, clouds):
+    """``(n, 4)`` each bone's mean sample (``clouds`` ``{name: (N, 4)}``; the identity for a bone
+    without samples): the pose a pair mirrors in when its rest does not (:meth:`BodyMirror.of`)."""
+    from .quaternion import quaternion_mean
+
+    out = np.tile([1.0, 0.0, 0.0, 0.0], (len(names), 1))
+    for i, name in enumerate(names):
+        q = clouds.get(name)
+        if q is not None and len(q):
+            out[i] = quaternion_mean(q)
+    return out
+
+
+def learn_from_both_sides(mirror, clouds, labels):
+    """The clouds with each bone's partner's samples seen in the mirror added after its own.
+
+    ``clouds`` ``{bone: (N, 4)}`` and ``labels`` ``{bone: (N,)}`` (the clip of each sample: a
+    mirrored sample keeps its clip, so a clip left out of a cross-validation fold leaves with both
+    its sides). Returns ``(clouds, labels, {bone: (partner, mirrored count)})``; bones without a
+    partner with samples are unchanged, and so is everything when ``mirror`` is ``None``."""
+    out, out_labels, mirrored = dict(clouds), dict(labels), {}
+    if mirror is None:
+        return out, out_labels, mirrored
+    for name, partner in mirror.partners.items():
+        if name in clouds and partner in clouds and len(clouds[partner]):
+            seen = mirror.mirrored(clouds[partner], name, partner)
+            out[name] = np.concatenate((clouds[name], seen))
+            out_labels[name] = np.concatenate((labels[name], labels[partner]))
+            mirrored[name] = (partner, len(seen))
+    return out, out_labels, mirrored

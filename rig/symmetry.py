@@ -11,10 +11,7 @@ mirrors in its *neutral* pose, each bone at the mean of its samples. A bone on t
 name has no side (spine, neck, head) is its own partner: its samples leaning left teach it
 leaning right."""
 
-import numpy as np
-
-from ..limits.quaternion import quaternion_mean
-from ..limits.symmetry import BodyMirror
+from ..limits import symmetry
 from .skeleton_io import skeleton_from_armature
 from .storage import read_cloud
 
@@ -22,16 +19,14 @@ from .storage import read_cloud
 def neutral_pose(armature):
     """``(n, 4)`` the mean of each bone's stored samples (``pose.bones`` order; the identity for a
     bone without samples, or with samples that cannot be read)."""
-    out = np.tile([1.0, 0.0, 0.0, 0.0], (len(armature.pose.bones), 1))
-    for i, pb in enumerate(armature.pose.bones):
+    clouds = {}
+    for pb in armature.pose.bones:
         if pb.joint_limit.cloud_count:
             try:
-                q = read_cloud(pb)
+                clouds[pb.name] = read_cloud(pb)
             except ValueError:
                 continue
-            if len(q):
-                out[i] = quaternion_mean(q)
-    return out
+    return symmetry.neutral_pose([pb.name for pb in armature.pose.bones], clouds)
 
 
 def body_mirror(armature):
@@ -40,4 +35,4 @@ def body_mirror(armature):
     skeleton = skeleton_from_armature(armature)
     if not len(skeleton):
         return None
-    return BodyMirror.of(skeleton, neutral_pose(armature))
+    return symmetry.BodyMirror.of(skeleton, neutral_pose(armature))
