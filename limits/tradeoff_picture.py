@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A picture of the cross-validated fit's trade-off (issue 13): per bone, every model tried as a
-dot at its volume (across) and held-out recall (up), the target recall as a dashed line and the
-chosen model ringed. Pure numpy: an RGBA array the rig side turns into an image; the text
+dot at its best padding's volume (across) and held-out recall (up), the other paddings it tried
+as dim pixels (its trade-off curve), the target recall as a dashed line and the chosen model
+ringed. Pure numpy: an RGBA array the rig side turns into an image; the text
 report (:mod:`..rig.fit_report`) names the bones and models in the same order.
 
 Each bone has a panel; panels fill rows of :data:`COLUMNS`, in the order the bones are given.
@@ -63,6 +64,11 @@ def panel_picture(report, height=PANEL[0], width=PANEL[1]):
     panel[target_row, dashes[(dashes // 4) % 2 == 0], :3] = TARGET
     chosen = report["chosen"]
     order = [i for i in range(len(report["candidates"])) if i != chosen] + [chosen]  # the chosen on top
+    for entry in report["candidates"]:  # each padding tried, dimmed, under the chosen points
+        for _, recall, volume in entry.get("curve", ()):
+            if np.isfinite(recall):
+                row, col = _to_pixel(volume, recall, height, width)
+                _square(panel, row, col, 0, 0.6 * np.asarray(KIND_COLOURS.get(entry["kind"], OTHER)))
     for i in order:
         entry = report["candidates"][i]
         if entry.get("error"):

@@ -5,6 +5,7 @@ block *Joint Limits Fit Report*."""
 
 import json
 
+from ..limits.cross_validation import VOLUME_PRICE
 from ..limits.tradeoff_picture import COLUMNS, tradeoff_picture
 
 TEXT_NAME = "Joint Limits Fit Report"
@@ -77,13 +78,14 @@ def rig_report_text(pose_bones):
         return ""
     head = [
         "Cross-validated fit: each model fitted without a fold of the samples, tested on it.",
-        "recall: held-out samples inside (worst fold); volume: share of all rotations accepted.",
-        "* chosen (least volume meeting the target), - missed the target.",
+        "recall: share of a held-out clip inside (mean over clips); volume: share of all rotations accepted.",
+        "Each model at the padding that trades recall for volume best (recall up to the target counts;",
+        f"1% more volume must buy {VOLUME_PRICE:g}% more recall); * chosen (the best trade), - missed the target.",
         f"The image '{PICTURE_NAME}' draws it: a panel per bone below, in rows of {COLUMNS}; in each,",
         "a dot per model at its volume (across, log scale, 0.01% to 100%) and recall (up, log scale",
-        "of the share missed: 50% missed at the bottom, 0.1% at the top), the dashed line the target,",
-        "the chosen model ringed. Colours: Euler box red, box orange, oriented box yellow, ellipsoid",
-        "green, k-DOP blue.",
+        "of the share missed: 50% missed at the bottom, 0.1% at the top), dim pixels the other paddings",
+        "it tried, the dashed line the target, the chosen model ringed. Colours: Euler box red, box",
+        "orange, oriented box yellow, ellipsoid green, k-DOP blue.",
         "",
     ]
     return "\n".join(head + out).rstrip() + "\n"

@@ -36,3 +36,16 @@ def test_a_panel_per_bone_with_each_model_where_its_volume_and_recall_put_it():
     assert not np.any(np.all(np.isclose(picture[..., :3], KIND_COLOURS["ellipsoid"]), axis=-1))
     with pytest.raises(ValueError, match="no cross-validated fit"):
         tradeoff_picture([])
+
+
+def test_each_padding_tried_is_a_dim_pixel_of_its_model_colour():
+    r = report()
+    r["candidates"][0]["curve"] = [[0.001, 0.6, 0.005], [0.05, 0.8, 0.01], [0.1, 0.95, 0.02]]
+    r["candidates"][1]["curve"] = [[0.001, float("nan"), 0.003]]  # no folds: nothing to draw
+    panel = tradeoff_picture([r])[..., :3]
+    height, width = PANEL
+    for _, recall, volume in r["candidates"][0]["curve"][:2]:
+        row, col = _to_pixel(volume, recall, height, width)
+        np.testing.assert_allclose(panel[row, col], 0.6 * np.asarray(KIND_COLOURS["euler_box"]))
+    dim_kdop = np.all(np.isclose(panel, 0.6 * np.asarray(KIND_COLOURS["kdop"])), axis=-1)
+    assert not dim_kdop.any()
