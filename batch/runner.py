@@ -38,8 +38,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-import numpy as np
-
 from . import clip_jobs, sample_cache, worker_boot
 from .clips import ClipRef, collect_clips
 from .limit_set import limit_set_text, read_limit_set
@@ -388,63 +386,14 @@ def _summary(job, results, failures, limits_name, limits_sha):
     }
 
 
-def _body_mirror(results, names, pooled):
-    """The :class:`..limits.symmetry.BodyMirror` of the first clip's skeleton (clip order), in
-    its rest pose or the pooled samples' neutral pose; ``None`` when it does not mirror."""
-    from ..limits.skeleton import Skeleton
-    from ..limits.symmetry import BodyMirror, neutral_pose
-
-    arrays = results[names[0]]["skeleton"]
-    skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
-    return BodyMirror.of(skeleton, neutral_pose(skeleton.names, pooled))
-
-
 def _fit(results, failures, model, output, rig=None, bone_map=None, symmetry=True):
-    """Pool the clips' samples per bone (clip order: by name), with ``symmetry`` add each bone's
-    mirror partner's, fit each bone, write the limit set (and onto ``rig``); returns the
-    summary."""
-    from ..limits.constants import BONE_AXIS
-    from ..limits.joint import JointLimit
-    from ..limits.model import model_class
-    from ..limits.symmetry import learn_from_both_sides
+    """Fit the library (:func:`.library_fit.fit_library`), write the limit set (and onto
+    ``rig``); returns the summary."""
+    from .library_fit import fit_library
 
     names = sorted(results)
-    heading = sorted({b for n in names for b in results[n]["heading"]})
-    pooled, labels, rests = {}, {}, {}
-    for n in names:
-        for bone, q in results[n]["bones"].items():
-            if len(q):
-                pooled.setdefault(bone, []).append(q)
-                labels.setdefault(bone, []).append(np.full(len(q), n, dtype=object))
-                rests.setdefault(bone, results[n]["rest"][bone])  # the first clip's rest
-    pooled = {b: np.concatenate(v) for b, v in pooled.items()}
-    labels = {b: np.concatenate(v) for b, v in labels.items()}
-    own = {b: len(q) for b, q in pooled.items()}
-    mirrored = {}
-    if symmetry and names:
-        pooled, labels, mirrored = learn_from_both_sides(_body_mirror(results, names, pooled), pooled, labels)
-    available = {"padding": 0.05, "mode": "FULL", "twist_axis": BONE_AXIS.copy(), "order": "XYZ", "target": 0.99}
-    try:
-        allowed = model_class(model).FIT_OPTIONS
-    except (KeyError, ValueError):
-        raise ValueError(f"unknown model kind {model!r}") from None
-
-    def fit(cloud, bone):
-        options = {k: available[k] for k in allowed if k in available}
-        if "clips" in allowed:
-            options["clips"] = labels[bone]
-        return JointLimit.fit(cloud, kind=model, **options)
-
-    limits, skipped, samples = {}, {}, {}
-    for bone in sorted(pooled):
-        samples[bone] = own[bone]
-        if bone in heading:
-            skipped[bone] = "carries the heading or travel (a root, or its position channels move): not limited"
-            continue
-        try:
-            limits[bone] = fit(pooled[bone], bone)
-        except (ValueError, np.linalg.LinAlgError) as err:
-            skipped[bone] = f"fit failed: {err}"
+    fitted = fit_library(results, model, symmetry)
+    limits, skipped, samples, mirrored = fitted.limits, fitted.skipped, fitted.samples, fitted.mirrored
     if not limits:
         why = "; ".join(f"{b}: {w}" for b, w in sorted(skipped.items())) or "no clip gave samples"
         if failures:
@@ -458,7 +407,7 @@ def _fit(results, failures, model, output, rig=None, bone_map=None, symmetry=Tru
     if rig:
         from .onto_rig import fit_onto_rig
 
-        onto = fit_onto_rig(rig, pooled, rests, set(heading), limits, fit, bone_map)
+        onto = fit_onto_rig(rig, fitted.pooled, fitted.rests, set(fitted.heading), limits, fitted.fit, bone_map)
     clips = [{"clip": n, "status": "ok", "frames": results[n]["frames"]} for n in names]
     clips += [{"clip": n, "status": "failed", "error": failures[n]} for n in sorted(failures)]
     clips.sort(key=lambda c: c["clip"])

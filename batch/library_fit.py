@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Limits learnt from a library's samples: each bone's samples pooled over the clips, with its
+mirror bone's seen in the mirror, fitted (what ``batch fit`` writes; :mod:`.runner`)."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..limits.constants import BONE_AXIS
+from ..limits.joint import JointLimit
+from ..limits.model import model_class
+from ..limits.skeleton import Skeleton
+from ..limits.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
+
+#: Why a bone that carries the heading is not limited.
+HEADING = "carries the heading or travel (a root, or its position channels move): not limited"
+#: The fit settings of a library fit (each passed to the model kinds that take it).
+SETTINGS = {"padding": 0.05, "mode": "FULL", "order": "XYZ", "target": 0.99}
+
+
+@dataclass
+class LibraryFit:
+    """``limits`` ``{bone: JointLimit}``; ``skipped`` ``{bone: why}``; ``samples`` each bone's own
+    sample count; ``mirrored`` ``{bone: (mirror bone, samples)}`` it also learned from;
+    ``pooled`` / ``labels`` what each bone was fitted from and each sample's clip; ``rests``
+    the first clip's world rest orientation of each bone; ``fit(samples, bone)`` fits one more
+    (e.g. the samples in another rig's bone space)."""
+
+    model: str
+    limits: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
+    samples: dict = field(default_factory=dict)
+    mirrored: dict = field(default_factory=dict)
+    pooled: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    rests: dict = field(default_factory=dict)
+    heading: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+
+    def fit(self, cloud, bone):
+        allowed = model_class(self.model).FIT_OPTIONS
+        options = {k: v for k, v in self.settings.items() if k in allowed}
+        if "twist_axis" in allowed:
+            options["twist_axis"] = BONE_AXIS.copy()
+        if "clips" in allowed:
+            options["clips"] = self.labels[bone]
+        return JointLimit.fit(cloud, kind=self.model, **options)
+
+
+def body_mirror(results, names, pooled):
+    """The :class:`..limits.symmetry.BodyMirror` of the first clip's skeleton (clip order), in
+    its rest pose or the pooled samples' neutral pose; ``None`` when it does not mirror."""
+    arrays = results[names[0]]["skeleton"]
+    skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
+    return BodyMirror.of(skeleton, neutral_pose(skeleton.names, pooled))
+
+
+def fit_library(results, model, symmetry=True, **settings):
+    """Pool the clips' samples per bone (``results`` ``{clip: clip_jobs.fit_samples(...)}``,
+    pooled in clip-name order), with ``symmetry`` add each bone's mirror partner's
+    (:func:`..limits.symmetry.learn_from_both_sides`; the first clip's skeleton says which bones
+    mirror), fit every bone that does not carry the heading; ``settings`` override
+    :data:`SETTINGS`. Returns a :class:`LibraryFit`; ``ValueError`` for an unknown model kind."""
+    try:
+        model_class(model)
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown model kind {model!r}") from None
+    names = sorted(results)
+    out = LibraryFit(model, settings={**SETTINGS, **settings})
+    out.heading = sorted({b for n in names for b in results[n]["heading"]})
+    pooled, labels = {}, {}
+    for n in names:
+        for bone, q in results[n]["bones"].items():
+            if len(q):
+                pooled.setdefault(bone, []).append(q)
+                labels.setdefault(bone, []).append(np.full(len(q), n, dtype=object))
+                out.rests.setdefault(bone, results[n]["rest"][bone])  # the first clip's rest
+    out.pooled = {b: np.concatenate(v) for b, v in pooled.items()}
+    out.labels = {b: np.concatenate(v) for b, v in labels.items()}
+    out.samples = {b: len(q) for b, q in out.pooled.items()}
+    if symmetry and names:
+        mirror = body_mirror(results, names, out.pooled)
+        out.pooled, out.labels, out.mirrored = learn_from_both_sides(mirror, out.pooled, out.labels)
+    for bone in sorted(out.pooled):
+        if bone in out.heading:
+            out.skipped[bone] = HEADING
+            continue
+        try:
+            out.limits[bone] = out.fit(out.pooled[bone], bone)
+        except (ValueError, np.linalg.LinAlgError) as err:
+            out.skipped[bone] = f"fit failed: {err}"
+    return out
