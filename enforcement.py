@@ -460,10 +460,12 @@ def _forget_ahead(rig):
 _PENDING = object()
 #: Frames limited beyond a pending frame that is asked for (a first play started at once, a
 #: jump): each bone runs on through its own frames (:meth:`.limits.continuity.Motion.advance`),
-#: so a longer stretch costs few more steps than the frame alone. bench_frame_time, 60 sinus
-#: bones, the motion's work in a first play: 2.3 ms a frame one frame at a time, 0.9 ms with 64
-#: frames ahead, 0.66 ms with 128 (each such stretch about 0.1 s), 0.52 ms all 300 at once.
-RESOLVE_AHEAD = 128
+#: so a longer stretch costs few more steps than the frame alone, and the longer the stretch the
+#: less a frame costs on average, but the longer that one frame takes. bench_frame_time, 60
+#: sinus bones, 300 frames, the motion's work in a first play (CPU time, loaded 2-core machine):
+#: 2.3 ms a frame one frame at a time; 0.66-0.77 ms with 128 frames ahead (each stretch
+#: 0.1-0.15 s); 0.55 ms with 240 or all 300 at once (0.2-0.3 s).
+RESOLVE_AHEAD = 240
 
 
 class _Ahead:
