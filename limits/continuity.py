@@ -111,9 +111,11 @@ class Motion:
     action); a row (bone) keeps its plain projection up to the first frame where it leaves the
     reach of the previous frame's, and from there on only the rows that left it or are still
     catching up are limited, frame after frame, on the model's
-    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs
-    batched projections and a comparison of angles. Chunks change nothing in the result: a
-    row's projection does not depend on the other rows or frames projected with it."""
+    :meth:`~.model.LimitModel.subset` for them. Each row follows its own frames: one step limits
+    every row that needs one at that row's next such frame, so advancing many frames at once
+    costs as many steps as the busiest row needs. A motion whose projection is continuous costs
+    batched projections and a comparison of angles. Chunks and steps change nothing in the
+    result: a row's projection does not depend on the other rows or frames projected with it."""
 
     def __init__(self, model, q, previous=None):
         q = np.asarray(q, dtype=float)
