@@ -111,9 +111,11 @@ class Motion:
     action); a row (bone) keeps its plain projection up to the first frame where it leaves the
     reach of the previous frame's, and from there on only the rows that left it or are still
     catching up are limited, frame after frame, on the model's
-    :meth:`~.model.LimitModel.subset` for them. A motion whose projection is continuous costs
-    batched projections and a comparison of angles. Chunks change nothing in the result: a
-    row's projection does not depend on the other rows or frames projected with it."""
+    :meth:`~.model.LimitModel.subset` for them. Each row follows its own frames: one step limits
+    every row that needs one at that row's next such frame, so advancing many frames at once
+    costs as many steps as the busiest row needs. A motion whose projection is continuous costs
+    batched projections and a comparison of angles. Chunks and steps change nothing in the
+    result: a row's projection does not depend on the other rows or frames projected with it."""
 
     def __init__(self, model, q, previous=None):
         q = np.asarray(q, dtype=float)
@@ -181,13 +183,35 @@ class Motion:
             self._next = self._pending[i] if i < len(self._pending) else max(self._next, self._projected)
 
     def advance(self, stop):
-        """Limit the frames up to ``stop`` (exclusive), in order."""
+        """Limit the frames up to ``stop`` (exclusive), each row in frame order.
+
+        Rows do not depend on each other, so each row runs on through its own frames: one
+        :func:`_step` takes every row that needs one at that row's next such frame (a row
+        held behind its projection at its next frame, any other row at its next frame that
+        breaks). A call costs as many steps as the busiest row needs up to ``stop``, not one
+        per frame where any row needs one; the result is the same as frame after frame."""
         stop = min(stop, len(self.out))
-        self._project(stop)
+        self._project(stop + 1)  # (whether frame ``stop`` breaks needs its projection, for _skip)
         self._skip()
-        while self._next < stop:
-            t = self._next
-            rows = np.flatnonzero(self._held | self._broken[t - 1])
+        start = self._next
+        if start >= stop:
+            return
+        # ahead[i, r]: the first frame >= start + i where row r breaks, minus start (``stop -
+        # start``: none before ``stop``)
+        span = stop - start
+        frames = np.arange(span)[:, None]
+        ahead = np.where(self._broken[start - 1 : stop - 1], frames, span)
+        ahead = np.minimum.accumulate(ahead[::-1], axis=0)[::-1]
+        ahead = np.concatenate((ahead, np.full((1, ahead.shape[1]), span)))  # (a row past ``stop``)
+        cursor = np.zeros(ahead.shape[1], dtype=np.intp)  # each row's next frame, minus start
+        everyone = np.arange(ahead.shape[1])
+        held = self._held
+        while True:
+            due = np.where(held, cursor, ahead[cursor, everyone])  # each row's next frame to step
+            rows = np.flatnonzero(due < span)
+            if not rows.size:
+                break
+            t = due[rows] + start
             self._out[t, rows], plain = _step(
                 self.model.subset(self._lead, rows),
                 self._q[t, rows],
@@ -195,11 +219,10 @@ class Motion:
                 self._caps[t - 1, rows],
                 self._out[t - 1, rows],
             )
-            self._held[:] = False
-            self._held[rows] = ~plain
-            self._next = t + 1
-            self._project(t + 2)  # (whether frame t + 1 breaks needs its projection)
-            self._skip()
+            held[rows] = ~plain
+            cursor[rows] = due[rows] + 1
+        self._next = stop
+        self._skip()
 
     def state(self, frame):
         """:class:`MotionState` after ``frame`` (or frames, a slice) limited."""

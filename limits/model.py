@@ -283,6 +283,8 @@ def subset_bones(bone_shape, lead, index):
     ``lead`` against a model stacked over ``bone_shape`` (``None`` for one bone's model)."""
     if not bone_shape:
         return None
+    if len(bone_shape) == 1 and tuple(lead) == tuple(bone_shape):  # one row per bone (a motion's frame)
+        return np.array(index, dtype=np.intp)
     count = int(np.prod(bone_shape))
     bones = np.arange(count).reshape(bone_shape)
     return np.broadcast_to(bones, np.broadcast_shapes(tuple(lead), bone_shape)).reshape(-1)[np.asarray(index, dtype=np.intp)]

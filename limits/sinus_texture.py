@@ -688,8 +688,9 @@ class SinusTextureLimit(LimitModel):
         for f in (finite, finite_prev):
             if f is not None:
                 good &= f
-        r = self._lookup(safe, bone)
-        todo = np.flatnonzero(good & (~r["allowed"] if not guard_allowed else True))
+        if not guard_allowed:  # (else every good row's path is searched)
+            good &= ~self._lookup(safe, bone)["allowed"]
+        todo = np.flatnonzero(good)
         chunk = 256
         for first in range(0, todo.size, chunk):
             part = todo[first : first + chunk]

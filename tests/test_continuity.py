@@ -180,6 +180,24 @@ def test_a_motion_limited_on_demand_is_the_motion_limited_at_once(models, motion
 
 
 @pytest.mark.parametrize("kind", NON_CONVEX)
+def test_rows_limited_together_are_each_row_limited_alone(models, motions, kind):
+    """Motion.advance steps each row through its own frames (one step takes every row at the
+    next frame it needs one, rows at different frames together): the same bits as limiting
+    frame after frame, and as limiting each row alone."""
+    q = np.stack(list(motions.values()), axis=1)  # (T, paths, 4)
+    model = models[kind]
+    at_once = Motion(model, q)
+    at_once.advance(len(q))
+    frame_by_frame = Motion(model, q)
+    for t in range(len(q)):
+        frame_by_frame.advance(t + 1)
+    np.testing.assert_array_equal(at_once.out, frame_by_frame.out)
+    for row in range(q.shape[1]):
+        alone, _ = model.project_sequence(q[:, row : row + 1])
+        np.testing.assert_array_equal(at_once.out[:, row : row + 1], alone)
+
+
+@pytest.mark.parametrize("kind", NON_CONVEX)
 def test_projecting_a_chunk_at_a_time_changes_nothing(models, motions, kind, monkeypatch):
     """The frames are projected CHUNK_FRAMES at a time as the motion advances (turning live
     enforcement on projects the frame shown, not the whole action): the result is the same

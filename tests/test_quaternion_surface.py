@@ -184,8 +184,18 @@ def test_joint_limit_round_trips_and_stacking():
     np.testing.assert_array_equal(back.project(probe), a.project(probe))
     again = LimitModel.from_dict(a.model.to_dict())
     np.testing.assert_array_equal(again.contains(probe), a.model.contains(probe))
-    if len(a.model.params["radii"]) != len(b.model.params["radii"]):
-        assert a.group_key() != b.group_key(), "different primitive counts never stack"
+    # surfaces of different primitive counts stack, padded with inert primitives
+    assert a.group_key() == b.group_key()
+    mixed = [a.model, a.model.with_primitive([0.3, 0.0, 0.0], 0.05, sign=-1), b.model]
+    assert len({len(m.params["radii"]) for m in mixed}) > 1
+    padded = SURFACE.stack(mixed)
+    three = np.stack((probe[:200], probe[100:300], probe[200:]), axis=1)  # (200, B=3, 4)
+    projected = padded.project(three)
+    contained = padded.contains(three)
+    for i, m in enumerate(mixed):
+        np.testing.assert_array_equal(contained[:, i], m.contains(three[:, i]))
+        np.testing.assert_allclose(projected[:, i], m.project(three[:, i]), atol=1e-12)
+        assert m.contains(projected[:, i]).all()
     models = [a.model.with_primitive([0.0, 0.0, 0.0], 0.01, sign=1), a.model.with_primitive([0.3, 0.0, 0.0], 0.05, sign=-1)]
     assert models[0].group_key() == models[1].group_key()
     stacked = SURFACE.stack(models)
