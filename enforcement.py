@@ -464,8 +464,12 @@ _PENDING = object()
 #: less a frame costs on average, but the longer that one frame takes. bench_frame_time, 60
 #: sinus bones, 300 frames, the motion's work in a first play (CPU time, loaded 2-core machine):
 #: 2.3 ms a frame one frame at a time; 0.66-0.77 ms with 128 frames ahead (each stretch
-#: 0.1-0.15 s); 0.55 ms with 240 or all 300 at once (0.2-0.3 s).
-RESOLVE_AHEAD = 240
+#: 0.1-0.15 s); 0.55 ms with 240 or all 300 at once (0.2-0.3 s, and 0.7-1 s for 60 quaternion
+#: surfaces: a freeze an animator sees). So a stretch is sized to take about
+#: :data:`RESOLVE_BUDGET` seconds, from what the last one cost a frame: ``(fewest, most)``
+#: frames, the first stretch of an action the fewest.
+RESOLVE_AHEAD = (32, 240)
+RESOLVE_BUDGET = 0.1
 
 
 class _Ahead:
@@ -486,6 +490,7 @@ class _Ahead:
         self.rows = np.concatenate([group.rows for group in rig.groups])
         self.channels = [channel_of(code) for code in poses.modes[self.rows].tolist()]
         self.done = 0
+        self.stretch = RESOLVE_AHEAD[0]
         for key in self.keys:
             rig.memo[key] = _PENDING
 
@@ -522,7 +527,11 @@ def _resolve(rig, key):
     failure the pending frames are forgotten (limited one at a time instead): ``None``."""
     ahead = rig.ahead
     try:
-        ahead.remember(rig, ahead.frame[key] + 1 + RESOLVE_AHEAD)
+        done, began = ahead.done, time.perf_counter()
+        ahead.remember(rig, ahead.frame[key] + 1 + ahead.stretch)
+        spent, frames = time.perf_counter() - began, ahead.done - done
+        if frames > 0:  # the next stretch: about RESOLVE_BUDGET at this stretch's cost a frame
+            ahead.stretch = int(np.clip(frames * RESOLVE_BUDGET / max(spent, 1e-6), *RESOLVE_AHEAD))
         hit = rig.memo.get(key)
         if hit is not _PENDING:
             return hit
