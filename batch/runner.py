@@ -21,8 +21,8 @@ samples were read from the same file, is done and a second run skips it. A clip 
 retried alone (after a worker dies, the clips that were in flight run one at a time) and
 reported if it ends that one too. Outputs hold no times, paths or worker numbers and list clips
 and bones in sorted order, so the same inputs give the same bytes whatever the number of
-workers (a cleaned .blend is the exception: Blender does not write the same bytes twice; its
-actions' keys are the same). Progress and an estimate of the time left go to stderr.
+workers (a cleaned .blend too, from Blender 5.0: :mod:`.blend_bytes` clears what Blender saves
+of the writing process's history). Progress and an estimate of the time left go to stderr.
 """
 
 import collections
