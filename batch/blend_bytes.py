@@ -21,6 +21,10 @@ struct catalogue (``DNA1``) for where the fields are. A zstd-compressed file is 
 and compressed again frame by frame (Blender's frames and seek table, its level), so the
 result is compressed as Blender wrote it. Blender 4.2 saves memory addresses as identifiers:
 its files cannot be made the same this way, and are returned with only these fields fixed.
+
+Data the process made itself is left as it is, even where Blender made it at random: a mesh
+created here (an FBX import) has a clock-based ``face_sets_color_seed`` and a shader node a
+random ``identifier``; in a file that was read, they are the file's.
 """
 
 import re
