@@ -26,6 +26,7 @@ from ..limits.quaternion import (
 from ..rig.actions import action_frames, bone_rotation_curves, curve_values, keyed_rotations
 from ..rig.fitting import carries_heading
 from ..rig.sampling import temporarily_assigned
+from .blend_bytes import deterministic_blend
 
 
 def _rotation_channel(pose_bone, channels):
@@ -105,6 +106,7 @@ class BlendClip:
         out_path = Path(out_path)
         tmp = out_path.with_name(f".{out_path.stem}.partial.blend")
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, check_existing=False)
+        tmp.write_bytes(deterministic_blend(tmp.read_bytes()))  # the same bytes whatever process saves it
         os.replace(tmp, out_path)
 
 
@@ -161,7 +163,7 @@ def open_blend_clip(name, path, action_name):
     if action_name is None:
         raise ValueError(f"{Path(path).name} holds no action")
     try:
-        bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
+        bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=True)
     except RuntimeError as err:
         raise ValueError(f"cannot open {Path(path).name}: {str(err).strip().splitlines()[-1]}") from None
     action = bpy.data.actions.get(action_name)

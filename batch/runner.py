@@ -21,8 +21,8 @@ samples were read from the same file, is done and a second run skips it. A clip 
 retried alone (after a worker dies, the clips that were in flight run one at a time) and
 reported if it ends that one too. Outputs hold no times, paths or worker numbers and list clips
 and bones in sorted order, so the same inputs give the same bytes whatever the number of
-workers (a cleaned .blend is the exception: Blender does not write the same bytes twice; its
-actions' keys are the same). Progress and an estimate of the time left go to stderr.
+workers (a cleaned .blend too, from Blender 5.0: :mod:`.blend_bytes` clears what Blender saves
+of the writing process's history). Progress and an estimate of the time left go to stderr.
 """
 
 import collections
@@ -125,11 +125,27 @@ def _runs_here(args):
     return ref.kind == "bvh" and ref.name != os.environ.get(clip_jobs.CRASH_ENV)
 
 
+def _largest_first(tasks):
+    """``tasks`` in the order the workers take them: clips this process cannot run (.blend,
+    FBX) first, then BVH clips by size, largest first (ties by name). This process takes them
+    from the end, so it runs the small clips and comes back to its workers often; a large clip
+    here would leave them idle once they finish what they hold."""
+
+    def size(args):
+        try:
+            return os.path.getsize(ClipRef(*args[1]).path)
+        except OSError:
+            return 0
+
+    return sorted(tasks, key=lambda t: (_runs_here(t[1]), -size(t[1]), t[0]))
+
+
 def _run_tasks(tasks, jobs, on_result):
     """Run ``tasks`` ``[(name, args)]`` through :func:`_task`: here with one job; else in
-    spawned workers, this process taking BVH clips from the end of the queue while they start
-    and between their results (``jobs - 1`` workers when it can take some, else ``jobs``).
-    ``on_result(name, status, payload, worker's peak memory MB or None if run here)`` for each."""
+    spawned workers, this process taking BVH clips from the end of the queue
+    (:func:`_largest_first`) while they start and between their results (``jobs - 1`` workers
+    when it can take some, else ``jobs``). ``on_result(name, status, payload, worker's peak
+    memory MB or None if run here)`` for each."""
     if jobs <= 1:
         for name, args in tasks:
             on_result(name, *_task(*args)[:2], None)
@@ -140,7 +156,7 @@ def _run_tasks(tasks, jobs, on_result):
     def pool(n):
         return ProcessPoolExecutor(max_workers=n, mp_context=context, initializer=initializer, initargs=initargs)
 
-    queue = collections.deque(tasks)
+    queue = collections.deque(_largest_first(tasks))
     workers = jobs - 1 if any(_runs_here(args) for _, args in tasks) else jobs
     suspects, inflight = [], {}
     executor = pool(workers)

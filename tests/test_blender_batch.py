@@ -176,23 +176,43 @@ def test_an_interrupted_batch_resumes_without_redoing_done_clips(clean_file, add
     assert ours == _files(fresh), "a resumed batch ends with the bytes of one uninterrupted run"
 
 
+def _blend_take(addon, bvh, path):
+    """``bvh`` imported by Blender's importer into an empty file saved at ``path``: a .blend
+    clip (its action) with the bones of the generated clips."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.rig.bvh.import_bvh_armature(bpy.context, bvh)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return path
+
+
 def test_two_workers_write_the_bytes_of_one_and_survive_a_crashing_clip(clean_file, addon, limits, tmp_path, monkeypatch):
     lib, limit_file = limits
+    _blend_take(addon, lib / "wide.bvh", lib / "take.blend")
     main = addon.cli.main
     args = ["batch", "clean", str(lib), "--limits", str(limit_file)]
     assert main([*args, "--output", str(tmp_path / "one")]) == 1
     assert main([*args, "--output", str(tmp_path / "two"), "--jobs", "2"]) == 1
-    assert _files(tmp_path / "one") == _files(tmp_path / "two")
+    one = _files(tmp_path / "one")
+    assert one == _files(tmp_path / "two"), "a worker process and this one write the same bytes"
+    assert {"clips/take.wide.blend", "clips/wide.bvh"} <= one.keys(), "a cleaned .blend is compared too"
 
     monkeypatch.setenv(addon.batch.clip_jobs.CRASH_ENV, "rom1.bvh")  # that clip ends its worker process
     assert main([*args, "--output", str(tmp_path / "crash"), "--jobs", "2"]) == 1
     summary = json.loads((tmp_path / "crash" / "summary.json").read_text())
     status = {c["clip"]: c["status"] for c in summary["clips"]}
-    assert status == {"corrupt.bvh": "failed", "rom0.bvh": "ok", "rom1.bvh": "failed", "rom2.bvh": "ok", "wide.bvh": "ok"}
+    assert status == {
+        "corrupt.bvh": "failed",
+        "rom0.bvh": "ok",
+        "rom1.bvh": "failed",
+        "rom2.bvh": "ok",
+        "take.blend:wide": "ok",
+        "wide.bvh": "ok",
+    }
     crashed = next(c for c in summary["clips"] if c["clip"] == "rom1.bvh")
     assert "worker process ended" in crashed["error"]
-    for name in ("rom0.bvh", "rom2.bvh", "wide.bvh"):
-        assert (tmp_path / "crash" / "clips" / name).read_bytes() == (tmp_path / "one" / "clips" / name).read_bytes()
+    for name in ("rom0.bvh", "rom2.bvh", "take.wide.blend", "wide.bvh"):
+        assert (tmp_path / "crash" / "clips" / name).read_bytes() == one[f"clips/{name}"]
 
 
 def test_bad_batch_input_is_one_message(clean_file, addon, tmp_path, capsys):
