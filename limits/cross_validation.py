@@ -274,13 +274,6 @@ def padding_curve(rotations, folds, kind, options=None, target=DEFAULT_TARGET, c
     return points
 
 
-def calibrate_padding(rotations, folds, kind, options=None, target=DEFAULT_TARGET, paddings=PADDINGS):
-    """``(padding, recall)`` of the best-scoring padding of :func:`padding_curve`."""
-    points = padding_curve(rotations, folds, kind, options, target, paddings=paddings)
-    best = max(points, key=lambda p: p.score)
-    return best.padding, best.recall
-
-
 def evaluate_candidate(rotations, folds, kind, mode, options, target, centre):
     """A :class:`Candidate`: the best-scoring point of its :func:`padding_curve` (padding,
     held-out recall, model fitted on all ``rotations``, volume) and the whole ``curve``. Errors

@@ -18,7 +18,7 @@ not matter (they are in ``r`` and ``r'``); the two bones need only be mirror ima
 
 import numpy as np
 
-from .quaternion import as_quaternions, as_vectors, quaternion_conjugate, quaternion_multiply
+from .quaternion import as_quaternions, as_vectors, quaternion_conjugate, quaternion_mean, quaternion_multiply
 from .skeleton import armature_positions, armature_rotations, mirror_name
 
 #: A pair of bones is a mirror pair when each head, mirrored, lies within this share of the bone's
@@ -189,8 +189,6 @@ def mirror_pairs(names, heads, tails, lengths):
 def neutral_pose(names, clouds):
     """``(n, 4)`` each bone's mean sample (``clouds`` ``{name: (N, 4)}``; the identity for a bone
     without samples): the pose a pair mirrors in when its rest does not (:meth:`BodyMirror.of`)."""
-    from .quaternion import quaternion_mean
-
     out = np.tile([1.0, 0.0, 0.0, 0.0], (len(names), 1))
     for i, name in enumerate(names):
         q = clouds.get(name)
