@@ -40,6 +40,10 @@ def test_a_dask_cluster_writes_the_bytes_of_one_job(clean_file, addon, tmp_path,
     assert main([*fit, "--output", str(tmp_path / "fit1")]) == 0
     assert main([*fit, "--output", str(tmp_path / "fitd"), "--scheduler", cluster.scheduler_address]) == 0
     assert _files(tmp_path / "fit1") == _files(tmp_path / "fitd")
+    with distributed.Client(cluster) as client:  # the clips ran there, on the code the batch sent
+        where = client.run(eval, "[m.__file__ for n, m in __import__('sys').modules.items() if n.endswith('.batch.runner')]")
+    files = [f for found in where.values() for f in found]
+    assert files and all("joint_limits_batch_" in f and "dask-scratch" in f for f in files), where
     args = ["batch", "clean", str(lib), "--limits", str(tmp_path / "fit1" / "limits.json")]
     assert main([*args, "--output", str(tmp_path / "one")]) == 1
     (lib / "crash.bvh").write_bytes((lib / "rom0.bvh").read_bytes())  # ends the Dask worker that reads it
@@ -52,10 +56,6 @@ def test_a_dask_cluster_writes_the_bytes_of_one_job(clean_file, addon, tmp_path,
     failed = {c["clip"]: c["error"] for c in summary["clips"] if c["status"] == "failed"}
     assert summary["clips_done"] == 4 and sorted(failed) == ["corrupt.bvh", "crash.bvh"]
     assert "KilledWorker" in failed["crash.bvh"]
-    with distributed.Client(cluster) as client:  # the clips ran there, on the code the batch sent
-        where = client.run(eval, "[m.__file__ for n, m in __import__('sys').modules.items() if n.endswith('.batch.runner')]")
-    files = [f for found in where.values() for f in found]  # a worker restarted after the crash ran nothing
-    assert files and all("joint_limits_batch_" in f and "dask-scratch" in f for f in files), where
 
 
 def test_without_dask_the_scheduler_option_is_one_line(clean_file, addon, tmp_path, capsys, monkeypatch):
