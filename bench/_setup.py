@@ -17,6 +17,17 @@ def addon():
     return blender_session.load_extension()
 
 
+def model_spec(spec):
+    """``(kind, fit options)`` of a benchmark's model argument ``kind[:mode[:padding]]``
+    (padding in radians; left out: the kind's own)."""
+    kind, _, rest = spec.partition(":")
+    mode, _, padding = rest.partition(":")
+    options = {"mode": mode} if mode else {}
+    if padding:
+        options["padding"] = float(padding)
+    return kind, options
+
+
 def random_rig(addon, n_bones, frames, seed=0):
     """A fresh file with a rig of ``n_bones`` random bones (each parented to an earlier one)
     keyed with smooth random motion over ``frames`` frames: ``(object, rotations (F, n, 4))``."""

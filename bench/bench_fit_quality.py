@@ -108,11 +108,8 @@ def main():
             print(f"{joint:<16} (not in both sets)")
             continue
         for spec in args.models:
-            kind, _, rest = spec.partition(":")
-            mode, _, padding = rest.partition(":")
-            options = {"mode": mode} if mode else {}
-            if padding:
-                options["padding"] = float(padding)
+            kind, options = _setup.model_spec(spec)
+            mode = options.get("mode", "")
             if kind == "auto":
                 options["clips"] = train_clips[joint]
             t0 = time.perf_counter()

@@ -44,18 +44,6 @@ BANDAI_MAJOR = (
 )
 
 
-def fit_settings(spec):
-    """``(kind, settings)`` of ``kind[:mode[:padding]]``."""
-    kind, _, rest = spec.partition(":")
-    mode, _, padding = rest.partition(":")
-    settings = {}
-    if mode:
-        settings["mode"] = mode
-    if padding:
-        settings["padding"] = float(padding)
-    return kind, settings
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("clips", nargs="+", help="BVH clips of one skeleton (at least 3)")
@@ -75,7 +63,7 @@ def main():
     uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
     names = sorted(results)
     for spec in args.models:
-        kind, settings = fit_settings(spec)
+        kind, settings = _setup.model_spec(spec)
         t = time.perf_counter()
         recall, volume, whole, frames, inside = {}, {}, [], 0, 0
         for held in names:
