@@ -17,7 +17,8 @@ def ring_motion(from_exp_map, frames=3000, radius=0.9, width=0.2, span=0.75 * np
 
 def ring_paths(from_exp_map, frames=160):
     """New motion around that limit: across the hole, circling inside the hole, circling
-    outside the ring through the notch, and along the ring with a twist beyond it."""
+    outside the ring through the notch, along the ring with a twist beyond it, and circling far
+    outside (2 rad: where a limit's nearest point switches sides, a quaternion surface's too)."""
     t = np.linspace(0.0, 1.0, frames)
     a = 2 * np.pi * t
     out = {
@@ -25,5 +26,6 @@ def ring_paths(from_exp_map, frames=160):
         "inner": np.stack([0.5 * np.cos(a), 0.1 * np.sin(5 * a), 0.5 * np.sin(a)], axis=-1),
         "outer": np.stack([1.35 * np.cos(a), 0.3 * np.sin(3 * a), 1.35 * np.sin(a)], axis=-1),
         "twist": np.stack([0.9 * np.cos(a), 0.6 * np.sin(2 * a), 0.9 * np.sin(a)], axis=-1),
+        "far": np.stack([2.0 * np.cos(a), 0.3 * np.sin(3 * a), 2.0 * np.sin(a)], axis=-1),
     }
     return {name: from_exp_map(v) for name, v in out.items()}

@@ -11,7 +11,7 @@ from rigs import chain_rig
 
 KINDS = ("sinus_texture", "sdf_grid", "quaternion_surface", "euler_box")
 #: each bone's path: one its model's frame-by-frame projection pops on
-PATHS = ("outer", "outer", "across", "euler")
+PATHS = ("outer", "outer", "far", "euler")
 FRAMES = 120
 
 

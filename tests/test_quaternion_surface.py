@@ -8,8 +8,8 @@ import pytest
 from limits.implicit_primitives import primitive_field, surface_points
 from limits.joint import JointLimit
 from limits.model import LimitModel
-from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random
-from limits.quaternion_surface import QuaternionSurfaceLimit
+from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random, slerp
+from limits.quaternion_surface import QuaternionSurfaceLimit, _to_points
 from limits.serialize import limit_from_json, limit_to_json
 
 SURFACE = QuaternionSurfaceLimit
@@ -261,3 +261,60 @@ def test_stray_samples_get_primitives_of_their_own_instead_of_swelling_the_surfa
         assert limit.contains(q).all(), "every training rotation stays inside"
         assert np.max(limit.model.params["radii"]) < 0.9
         assert np.mean(limit.contains(quaternion_random(50000, 1))) < 0.15
+
+
+def helix_outside(T=600):
+    """A path winding around the x axis at radius 0.32, from x = -0.55 to 0.55 (one cover)."""
+    s = np.linspace(0.0, 1.0, T)
+    return to_q(np.c_[-0.55 + 1.1 * s, 0.32 * np.cos(12 * np.pi * s), 0.32 * np.sin(12 * np.pi * s)], 10**9)
+
+
+def jumps(q, p):
+    """Frames where ``p`` moves more than 3x ``q``'s step and 0.05 rad beyond it."""
+    step_in, step = quaternion_angle(q[1:], q[:-1]), quaternion_angle(p[1:], p[:-1])
+    return int(np.count_nonzero((step > 3.0 * step_in) & (step > step_in + 0.05)))
+
+
+def test_projections_end_where_the_way_out_is_normal_to_the_surface(shapes):
+    """Beyond the paper's step to the most influential primitive, the projection moves along
+    the surface towards the nearest point: the displacement is (nearly) along the normal."""
+    p, model, _ = shapes["dumbbell"]
+    q = to_q(ball(np.random.default_rng(1), 2000, (0.7,) * 3), 3)
+    q = q[~model.contains(q)]
+    projected = model.project(q)
+    assert model.contains(projected).all()
+    pole = model.params["pole"]
+    x, s = _to_points(q, pole), _to_points(projected, pole)
+    _, _, grad = primitive_field(s, *model._prims(None), gradient=True)
+    normal = grad / np.linalg.norm(grad, axis=1, keepdims=True)
+    d = x - s
+    sine = np.linalg.norm(d - np.sum(d * normal, axis=1)[:, None] * normal, axis=1) / np.linalg.norm(d, axis=1)
+    assert np.median(sine) < 0.03  # (the paper's step alone: 0.061)
+
+
+def test_a_path_outside_projects_with_few_jumps_plainly_and_radially(shapes):
+    _, model, _ = shapes["ellipsoid"]
+    q = helix_outside()
+    assert (~model.contains(q)).sum() > 300
+    plain, radial = model.projection_candidates(q)
+    np.testing.assert_array_equal(plain, model.project(q))
+    assert jumps(q, plain) <= 5  # (the paper's step alone: 26)
+    assert jumps(q, radial) <= 5  # (the fitted surface is nearly star-shaped about its centre)
+    assert model.contains(radial).all()
+    outside = ~model.contains(q)
+    np.testing.assert_allclose(model.field(radial[outside]), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(radial[~outside], q[~outside])
+
+
+def test_project_near_lands_on_the_surface_next_to_a_point_just_outside(shapes):
+    _, model, _ = shapes["dumbbell"]
+    q = helix_outside(200)
+    inside = model.project(q)
+    outside = ~model.contains(q)
+    # a point a little outside each projection, continued from the projection itself
+    nudged = slerp(inside[outside], q[outside], 0.05)
+    near = model.project_near(nudged, inside[outside])
+    assert model.contains(near).all()
+    np.testing.assert_allclose(model.field(near), 1.0, atol=1e-6)
+    # about as near as the full projection (Newton steps along the gradient, not the nearest point)
+    assert np.all(quaternion_angle(near, nudged) <= quaternion_angle(model.project(nudged), nudged) + 0.005)
