@@ -472,6 +472,9 @@ _PENDING = object()
 #: plays' averages and the sinus textures' the same within noise).
 RESOLVE_AHEAD = (8, 240)
 RESOLVE_BUDGET = 0.1
+#: A stretch is at most this many times the last one's frames: a cheap stretch (the bones
+#: inside their limits) says little of the next (where they slide along them).
+RESOLVE_GROWTH = 2.0
 
 
 class _Ahead:
@@ -533,7 +536,8 @@ def _resolve(rig, key):
         ahead.remember(rig, ahead.frame[key] + 1 + ahead.stretch)
         spent, frames = time.perf_counter() - began, ahead.done - done
         if frames > 0:  # the next stretch: about RESOLVE_BUDGET at this stretch's cost a frame
-            ahead.stretch = int(np.clip(frames * RESOLVE_BUDGET / max(spent, 1e-6), *RESOLVE_AHEAD))
+            wanted = frames * RESOLVE_BUDGET / max(spent, 1e-6)
+            ahead.stretch = int(np.clip(min(wanted, RESOLVE_GROWTH * frames), *RESOLVE_AHEAD))
         hit = rig.memo.get(key)
         if hit is not _PENDING:
             return hit
