@@ -66,9 +66,9 @@ from ``p'``, at most :data:`GRADIENT_STEPS` times. A row still outside then step
 *anchor* (a positive primitive centre with ``F >= iso`` or, when carving covers them all, an
 inside node of a coarse grid; ``validate`` refuses a model without one). The last segment
 ``[outside, inside]`` is then solved for the surface (Newton's method kept inside the bracket,
-:func:`_crossing`: some 3-6 field evaluations where bisection took 40), its inside end kept.
-Beyond the paper, :data:`NEAREST_STEPS` steps along the surface towards the nearest point
-(:func:`_nearer`): the paper's point depends on which primitive is the most influential, which
+:func:`.implicit_surface.crossing`: some 3-6 field evaluations where bisection took 40), its inside end kept.
+Beyond the paper, :data:`.implicit_surface.NEAREST_STEPS` steps along the surface towards the nearest point
+(:func:`.implicit_surface.nearer`): the paper's point depends on which primitive is the most influential, which
 switches as a rotation moves, and projections of a motion jumped with it. Steps leave the unit
 ball never (clamped to ``|p| <= 1``). ``last_projection`` counts the gradient steps used and
 the fallbacks. The result is on the input's cover.
@@ -98,6 +98,7 @@ from .checks import check_padding
 from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
+from .implicit_surface import clamp_ball, crossing, field_and_gradient, nearer, onto_surface
 from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
@@ -110,23 +111,8 @@ from .quaternion import (
 #: Fewest rotations a fit accepts.
 MIN_SAMPLES = 8
 
-#: Projection: most gradient steps, then the most root-finding steps on the last segment.
+#: Projection: most gradient steps (then the crossing, :mod:`.implicit_surface`).
 GRADIENT_STEPS = 8
-CROSSING_STEPS = 40
-#: Newton steps of :meth:`QuaternionSurfaceLimit.project_near` before its crossing.
-NEWTON_STEPS = 3
-#: Each Newton step goes this much farther than the linear estimate of the surface: the field
-#: is concave across most of the surface, so plain Newton steps from outside would stay outside.
-NEWTON_REACH = 1.5
-#: Steps of a projection along the surface towards the nearest point (:func:`_nearer`).
-NEAREST_STEPS = 2
-#: Share of the way to the tangent plane's nearest point each of those steps takes (the plane
-#: is only the surface's first-order picture; half steps end nearer on test shapes).
-TANGENT_STEP = 0.5
-#: The crossing is found when its inside end's field is within this of ``iso`` (about 1e-11 in
-#: ``p``: the gradient's norm is some 5-20), or the segment is shorter than ``CROSSING_LENGTH``.
-CROSSING_FIELD = 1e-10
-CROSSING_LENGTH = 1e-12
 
 #: Smallest gradient step (units of ``p``).
 MIN_STEP = 1e-4
@@ -151,11 +137,6 @@ def _from_points(p, pole):
     rel = np.concatenate((w[..., None], p), axis=-1)
     out = quaternion_multiply(pole, rel)
     return out / np.linalg.norm(out, axis=-1, keepdims=True)
-
-
-def _clamp_ball(p):
-    n = np.linalg.norm(p, axis=-1, keepdims=True)
-    return np.where(n > 1.0, p / np.maximum(n, 1e-300), p)
 
 
 def _incoherent_pairs(q, pole, chord=0.05):
@@ -246,108 +227,6 @@ def _carve(points, centres, radii, stickiness, signs, padding, gap_floor, resolu
         if placed >= max_negative:
             break
     return centres, radii, stickiness, signs, report
-
-
-def _crossing(inner, outer, field):
-    """Inside points on the surface between ``inner (R, 3)`` (inside) and ``outer`` (outside).
-
-    Newton's method on ``g(s) = F - iso`` along each segment, kept inside the bracket ``[inside
-    end, outside end]`` (a step that would leave it, or a slope that does not fall outward,
-    bisects instead): it converges quadratically near the surface, some 3-6 evaluations where
-    bisection halved the segment 40 times. The bracket's inside end is returned, so the result
-    is inside. ``field(x, rows)`` gives ``(F, grad F)`` at points ``x`` of rows ``rows``
-    (indices into ``inner``)."""
-    length = np.linalg.norm(outer - inner, axis=1)
-    unit = (outer - inner) / np.maximum(length, 1e-300)[:, None]
-    rows = np.arange(len(inner))
-    F, grad = field(inner, rows)
-    lo, hi = np.zeros(len(inner)), length  # the bracket, as distances along the segment
-    g_lo = F - ISO  # >= 0 (inside)
-    at, g_at, slope = lo.copy(), g_lo.copy(), np.einsum("ri,ri->r", grad, unit)
-    before = length.copy()  # the step before last (rtsafe's ``dxold``)
-    last = length.copy()
-    for _ in range(CROSSING_STEPS):
-        rows = rows[(g_lo[rows] > CROSSING_FIELD) & (hi[rows] - lo[rows] > CROSSING_LENGTH)]
-        if not len(rows):
-            break
-        a, b, sl = lo[rows], hi[rows], slope[rows]
-        # aimed at g = CROSSING_FIELD / 2, not 0: iterates that close in from outside then
-        # cross into [0, CROSSING_FIELD] instead of creeping up to the surface from outside
-        newton = at[rows] - (g_at[rows] - 0.5 * CROSSING_FIELD) / np.where(sl < 0.0, sl, -1.0)
-        # Newton's step when it stays in the bracket and is at most half the step before last
-        # (else it is converging slowly, or not at all): bisection otherwise
-        useful = (sl < 0.0) & (newton > a) & (newton < b) & (np.abs(newton - at[rows]) <= 0.5 * before[rows])
-        s = np.where(useful, newton, 0.5 * (a + b))
-        before[rows], last[rows] = last[rows], np.abs(s - at[rows])
-        F, grad = field(inner[rows] + s[:, None] * unit[rows], rows)
-        g = F - ISO
-        ok = g >= 0.0
-        lo[rows[ok]], g_lo[rows[ok]] = s[ok], g[ok]
-        hi[rows[~ok]] = s[~ok]
-        at[rows], g_at[rows], slope[rows] = s, g, np.einsum("ri,ri->r", grad, unit[rows])
-    return inner + lo[:, None] * unit
-
-
-def _onto_surface(start, F, grad, inside, outside, prims):
-    """Points ``start (R, 3)`` near the surface (field ``F`` and gradient ``grad`` there) onto
-    it, inside: Newton steps along the gradient (``NEWTON_REACH (iso - F) / |grad F|^2``, from
-    either side), each point kept as the latest inside or outside end of a bracket that starts
-    as ``(inside, outside)`` (points known to be inside and outside), until the steps cross the
-    surface; then :func:`_crossing` on the bracket. ``prims``: the rows' primitive arrays."""
-    inside, outside = inside.copy(), outside.copy()
-    was_in = F >= ISO
-    inside[was_in], outside[~was_in] = start[was_in], start[~was_in]
-    active = np.arange(len(start))
-    x, g, Fx = start, grad, F
-    for _ in range(NEWTON_STEPS):
-        norm2 = np.sum(g * g, axis=1)
-        ok = norm2 > 1e-20
-        active, x, g, Fx, norm2 = active[ok], x[ok], g[ok], Fx[ok], norm2[ok]
-        if not len(active):
-            break
-        x = _clamp_ball(x + (NEWTON_REACH * (ISO - Fx) / norm2)[:, None] * g)
-        Fx, _, g = primitive_field(x, *_rows_of(prims, active), gradient=True)
-        now_in = Fx >= ISO
-        inside[active[now_in]], outside[active[~now_in]] = x[now_in], x[~now_in]
-        going = now_in == was_in[active]  # (not across yet)
-        active, x, g, Fx = active[going], x[going], g[going], Fx[going]
-    return _crossing(inside, outside, _field_and_gradient(prims))
-
-
-def _nearer(x, surface, prims):
-    """Surface points ``surface (R, 3)`` moved along the surface nearer the outside points ``x``
-    they project: :data:`NEAREST_STEPS` times, the point of ``surface``'s tangent plane nearest
-    ``x`` taken back onto the surface (:func:`_onto_surface`), kept when nearer ``x``. The
-    paper's projection lands where the step to the most influential primitive crosses the
-    surface; which primitive that is switches as a motion moves, and the projection jumps with
-    it. Moved towards the nearest point, projections of a moving rotation agree far more often
-    (bench_frame_time's 60 bones: 443 -> 214 frames where a motion's projection leaves its
-    reach; on held-out capture 217 -> 130 pops frame by frame) and are 4-11% nearer on test
-    shapes."""
-    for _ in range(NEAREST_STEPS):
-        _, _, g = primitive_field(surface, *prims, gradient=True)
-        norm = np.linalg.norm(g, axis=1, keepdims=True)
-        n = g / np.maximum(norm, 1e-300)
-        t = _clamp_ball(surface + TANGENT_STEP * ((x - surface) - np.sum((x - surface) * n, axis=1, keepdims=True) * n))
-        Ft, _, gt = primitive_field(t, *prims, gradient=True)
-        moved = _onto_surface(t, Ft, gt, surface, x, prims)
-        nearer = (norm[:, 0] > 1e-12) & (np.sum((moved - x) ** 2, axis=1) < np.sum((surface - x) ** 2, axis=1))
-        surface = np.where(nearer[:, None], moved, surface)
-    return surface
-
-
-def _field_and_gradient(prims):
-    """``field(x, rows) -> (F, grad F)`` at points ``x`` of some rows, for :func:`_crossing`."""
-    return lambda x, rows: primitive_field(x, *_rows_of(prims, rows), gradient=True)[::2]
-
-
-def _rows_of(prims, rows):
-    """Primitive arrays for some rows: per-row arrays ``(R, M, ...)`` are indexed, one model's
-    ``(M, ...)`` shared."""
-    centres = prims[0]
-    if centres.ndim == 2:
-        return prims
-    return tuple(v[rows] for v in prims)
 
 
 def _field_chunked(x, centres, radii, stickiness, signs):
@@ -799,7 +678,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             centre = self._inside_centres()
             inner = centre if bone is None else centre.reshape(-1, 3)[sub]
             inner = np.broadcast_to(inner, (len(todo), 3))
-            found = _crossing(inner, _to_points(rows[todo], pole), _field_and_gradient(prims))
+            found = crossing(inner, _to_points(rows[todo], pole), field_and_gradient(prims))
             result = _from_points(found, pole)
             result = np.where((np.sum(result * rows[todo], axis=-1) < 0.0)[:, None], -result, result)
             flat = radial.reshape(-1, 4)
@@ -850,7 +729,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         sub = [v if bone is None else v[todo] for v in prims]
         inner = _to_points(near[todo], pole if bone is None else pole[todo])
         lost = primitive_field(inner, *sub)[0] < ISO
-        found = _onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub)
+        found = onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub)
         result = _from_points(found, pole if bone is None else pole[todo])
         if lost.any():  # (``near`` outside: not a continuation, a plain projection)
             result[lost] = self._project_rows(rows[todo[lost]], None if bone is None else bone[todo[lost]], self._stats())[0]
@@ -874,7 +753,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         if not len(todo):
             return rows, moved
         sub = None if bone is None else bone[todo]
-        inner = _nearer(p[todo], self._surface_point(p[todo], sub, stats), self._prims(sub))
+        inner = nearer(p[todo], self._surface_point(p[todo], sub, stats), self._prims(sub))
         result = _from_points(inner, pole if bone is None else pole[todo])
         result = np.where((np.sum(result * rows[todo], axis=-1) < 0.0)[:, None], -result, result)
         out = np.array(rows)
@@ -920,7 +799,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             # carved region) a Newton step, never past the primitive's centre
             length = np.where(d > MIN_STEP, d, np.minimum(newton, np.linalg.norm(cb - pts, axis=1)))
             length = np.maximum(length, MIN_STEP)
-            nxt = _clamp_ball(pts + length[:, None] * direction)
+            nxt = clamp_ball(pts + length[:, None] * direction)
             Fn = primitive_field(nxt, ca, ea, ka, sa)[0]
             ok = Fn >= ISO
             steps[active] += 1
@@ -936,7 +815,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
                 d2 = np.sum((outer[rows_b][:, None, :] - anchors[None]) ** 2, axis=-1)
                 inner[rows_b] = anchors[np.argmin(d2, axis=1)]
         np.add.at(stats["steps"], steps, 1)
-        return _crossing(inner, outer, _field_and_gradient((c, e, k, s)))
+        return crossing(inner, outer, field_and_gradient((c, e, k, s)))
 
     def _anchors_for(self, bone):
         if self._anchors is None:
