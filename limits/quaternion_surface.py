@@ -98,7 +98,7 @@ from .checks import check_padding
 from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
-from .implicit_surface import clamp_ball, crossing, field_and_gradient, nearer, onto_surface
+from .implicit_surface import clamp_ball, crossing, field_and_gradient, nearer, onto_surface, rows_of
 from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
@@ -106,6 +106,7 @@ from .quaternion import (
     quaternion_conjugate,
     quaternion_mean,
     quaternion_multiply,
+    quaternion_toward,
 )
 
 #: Fewest rotations a fit accepts.
@@ -680,7 +681,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             inner = np.broadcast_to(inner, (len(todo), 3))
             found = crossing(inner, _to_points(rows[todo], pole), field_and_gradient(prims))
             result = _from_points(found, pole)
-            result = np.where((np.sum(result * rows[todo], axis=-1) < 0.0)[:, None], -result, result)
+            result = quaternion_toward(result, rows[todo])
             flat = radial.reshape(-1, 4)
             flat[todo] = result
         return np.stack((plain, radial.reshape(lead + (4,))))
@@ -726,14 +727,14 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         todo = np.flatnonzero(F < ISO - CONTAINS_TOLERANCE)
         if not len(todo):
             return rows
-        sub = [v if bone is None else v[todo] for v in prims]
+        sub = rows_of(prims, todo)
         inner = _to_points(near[todo], pole if bone is None else pole[todo])
         lost = primitive_field(inner, *sub)[0] < ISO
         found = onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub)
         result = _from_points(found, pole if bone is None else pole[todo])
         if lost.any():  # (``near`` outside: not a continuation, a plain projection)
             result[lost] = self._project_rows(rows[todo[lost]], None if bone is None else bone[todo[lost]], self._stats())[0]
-        result = np.where((np.sum(result * rows[todo], axis=-1) < 0.0)[:, None], -result, result)
+        result = quaternion_toward(result, rows[todo])
         out = np.array(rows)
         out[todo] = result
         return out
@@ -755,7 +756,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         sub = None if bone is None else bone[todo]
         inner = nearer(p[todo], self._surface_point(p[todo], sub, stats), self._prims(sub))
         result = _from_points(inner, pole if bone is None else pole[todo])
-        result = np.where((np.sum(result * rows[todo], axis=-1) < 0.0)[:, None], -result, result)
+        result = quaternion_toward(result, rows[todo])
         out = np.array(rows)
         out[todo] = result
         moved[todo] = True
