@@ -3,7 +3,8 @@
 
 The limit of joint j is taken to be every rotation within angle ``r_j`` of one of its training
 samples (what the SDF grid builds, and what padding does to any fitted shape). Each clip is held
-out in turn, as in bench_generalization.py (sides apart: no mirrored samples), and the radii are
+out in turn, as in bench_generalization.py (both sides learning from each other unless
+``--sides-apart``), and the radii are
 chosen *knowing the held-out clips*, one per joint for all folds: no fit that sees only the
 training clips can do better within this family. Printed: whole-body recall (mean over held-out
 clips; issue 13's 11 joints) and mean volume (share of uniformly random rotations) with one
@@ -73,6 +74,7 @@ def main():
     p.add_argument("--joints", nargs="*", default=list(BANDAI_MAJOR))
     p.add_argument("--random", type=int, default=20_000, help="uniform random rotations for the volume")
     p.add_argument("--budgets", nargs="*", type=float, default=[0.04, 0.05, 0.06, 0.07, 0.08, 0.10, 0.12])
+    p.add_argument("--sides-apart", action="store_true", help="no mirrored samples (batch fit's --sides-apart)")
     args = p.parse_args()
     t0 = time.perf_counter()
     refs = addon.batch.clips.collect_clips(args.clips)
@@ -82,10 +84,17 @@ def main():
     # per held-out clip: its frames' angle to the nearest training sample, per joint; and the
     # volume of each radius, per joint (mean over folds)
     need, weight, volumes = [], [], np.zeros((len(joints), len(RADII)))
+    library = addon.batch.library_fit
     for held in names:
+        train = {n: results[n] for n in names if n != held}
+        pooled = {joint: np.concatenate([r["bones"][joint] for r in train.values()]) for joint in results[held]["bones"]}
+        if not args.sides_apart:  # both sides learn from each other, as batch fit does
+            labels = {joint: np.zeros(len(q)) for joint, q in pooled.items()}
+            mirror = library.body_mirror(train, sorted(train), pooled)
+            pooled = addon.limits.symmetry.learn_from_both_sides(mirror, pooled, labels)[0]
         angles = []
         for j, joint in enumerate(joints):
-            train = np.concatenate([results[n]["bones"][joint] for n in names if n != held])
+            train = pooled[joint]
             angles.append(nearest_angles(results[held]["bones"][joint], train))
             volumes[j] += np.searchsorted(np.sort(nearest_angles(uniform, train)), RADII, side="right") / len(uniform)
         need.append(np.minimum(np.searchsorted(RADII, np.stack(angles, axis=1) - 1e-12), len(RADII) - 1))
