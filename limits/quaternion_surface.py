@@ -728,10 +728,11 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         if not len(todo):
             return rows
         sub = rows_of(prims, todo)
-        inner = _to_points(near[todo], pole if bone is None else pole[todo])
+        pole = pole if bone is None else pole[todo]
+        inner = _to_points(near[todo], pole)
         lost = primitive_field(inner, *sub)[0] < ISO
         found = onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub)
-        result = _from_points(found, pole if bone is None else pole[todo])
+        result = _from_points(found, pole)
         if lost.any():  # (``near`` outside: not a continuation, a plain projection)
             result[lost] = self._project_rows(rows[todo[lost]], None if bone is None else bone[todo[lost]], self._stats())[0]
         result = quaternion_toward(result, rows[todo])
@@ -770,14 +771,10 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         active = np.arange(len(x))
         steps = np.zeros(len(x), dtype=np.intp)
         stats["rows"] += len(x)
-
-        def pick(v, idx):
-            return v if bone is None else v[idx]
-
         for _ in range(GRADIENT_STEPS):
             if not len(active):
                 break
-            ca, ea, ka, sa = pick(c, active), pick(e, active), pick(k, active), pick(s, active)
+            ca, ea, ka, sa = rows_of((c, e, k, s), active)
             pts = outer[active]
             F, f, grad = primitive_field(pts, ca, ea, ka, sa, gradient=True)
             positive = np.broadcast_to(sa > 0, f.shape)
