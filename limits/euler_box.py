@@ -45,7 +45,7 @@ import numpy as np
 
 from .checks import check_cloud, check_padding, finite_rows
 from .constants import CONTAINS_TOLERANCE, EPS, EULER_ORDERS, IDENTITY_QUATERNION
-from .model import LimitModel, MovedProjection, RowsPerBone, register_model
+from .model import LimitModel, MovedProjection, RowsPerBone, projection_moved, register_model
 from .quaternion import (
     as_quaternions,
     euler_from_quaternion,
@@ -445,12 +445,17 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
                 out[start + bad], moved[start + bad] = self._reference_project(chunk[bad], _bone_rows(bone, start, bad))
         return out.reshape(lead + (4,)), moved.reshape(lead)
 
-    def projection_candidates(self, q):
-        """``(3, ..., 4)``: :meth:`project`, then the clamp of each of the two Euler triples of
-        ``q``. Blender clamps the triple with the smaller sum of absolute angles, which switches
-        along a motion; a motion keeps the triple it is on (:mod:`.continuity`)."""
+    def projection_candidates(self, q, plain=None):
+        """``(3, ..., 4)``: :meth:`project` (``plain``, when given), then the clamp of each of
+        the two Euler triples of ``q``. Blender clamps the triple with the smaller sum of
+        absolute angles, which switches along a motion; a motion keeps the triple it is on
+        (:mod:`.continuity`)."""
         q = as_quaternions(q)
-        plain, moved = self._project(q)
+        if plain is None:
+            plain, moved = self._project(q)
+        else:
+            plain = np.asarray(plain, dtype=float)
+            moved = projection_moved(q, plain)
         rows, bone, lead = self._rows(q)
         mins, maxs = self._bone_params(bone)
         finite = finite_rows(rows)

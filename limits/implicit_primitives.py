@@ -77,15 +77,17 @@ def primitive_field(x, centres, radii, stickiness, signs, gradient=False):
     d = x[:, None, :] - centres
     r = np.sqrt(np.einsum("rmi,rmi->rm", d, d))
     t = stickiness * (r - radii)
-    inner = r <= radii
-    reach = t <= 2.0
-    f = np.where(inner, 1.0 - t, np.where(reach, 0.25 * (t - 2.0) ** 2, 0.0))
+    # the three pieces at once: (min(t, 2) - 2)^2 / 4 is the middle one, and 0 beyond R_i;
+    # inside (t < 0) it is 1 - t + t^2 / 4, so t^2 / 4 comes off there
+    outer = np.minimum(t, 2.0) - 2.0
+    inner = np.minimum(t, 0.0)
+    f = 0.25 * (outer * outer - inner * inner)
     F = np.sum(signs * f, axis=-1)
     if not gradient:
         return F, f, None
-    dfdr = np.where(inner, -stickiness, np.where(reach, 0.5 * stickiness * (t - 2.0), 0.0)) * signs
-    safe = np.where(r > 1e-12, r, 1.0)
-    grad = np.einsum("rm,rmi->ri", np.where(r > 1e-12, dfdr / safe, 0.0), d)
+    # df/dr = k (outer - inner) / 2: -k inside, k (t - 2) / 2 between, 0 beyond
+    weight = (0.5 * stickiness * signs) * (outer - inner) / np.maximum(r, 1e-12)
+    grad = np.einsum("rm,rmi->ri", weight, d)
     return F, f, grad
 
 

@@ -43,21 +43,22 @@ def clamp_ball(p):
     return np.where(n > 1.0, p / np.maximum(n, 1e-300), p)
 
 
-def crossing(inner, outer, field):
-    """Inside points on the surface between ``inner (R, 3)`` (inside) and ``outer`` (outside).
+def crossing(inner, outer, field, known=None):
+    """Inside points on the surface between ``inner (R, 3)`` (inside) and ``outer`` (outside),
+    with the field and its gradient there: ``(points, F, grad)``.
 
     Newton's method on ``g(s) = F - iso`` along each segment, kept inside the bracket ``[inside
     end, outside end]`` (a step that would leave it, or a slope that does not fall outward,
     bisects instead): it converges quadratically near the surface, some 3-6 evaluations where
     bisection halved the segment 40 times. The bracket's inside end is returned, so the result
     is inside. ``field(x, rows)`` gives ``(F, grad F)`` at points ``x`` of rows ``rows``
-    (indices into ``inner``)."""
+    (indices into ``inner``); ``known`` is ``(F, grad F)`` at ``inner`` when the caller has it."""
     length = np.linalg.norm(outer - inner, axis=1)
     unit = (outer - inner) / np.maximum(length, 1e-300)[:, None]
     rows = np.arange(len(inner))
-    F, grad = field(inner, rows)
+    F, grad = known if known is not None else field(inner, rows)
     lo, hi = np.zeros(len(inner)), length  # the bracket, as distances along the segment
-    g_lo = F - ISO  # >= 0 (inside)
+    g_lo, grad_lo = F - ISO, np.array(grad)  # >= 0 (inside)
     at, g_at, slope = lo.copy(), g_lo.copy(), np.einsum("ri,ri->r", grad, unit)
     before = length.copy()  # the step before last (rtsafe's ``dxold``)
     last = length.copy()
@@ -77,21 +78,28 @@ def crossing(inner, outer, field):
         F, grad = field(inner[rows] + s[:, None] * unit[rows], rows)
         g = F - ISO
         ok = g >= 0.0
-        lo[rows[ok]], g_lo[rows[ok]] = s[ok], g[ok]
+        lo[rows[ok]], g_lo[rows[ok]], grad_lo[rows[ok]] = s[ok], g[ok], grad[ok]
         hi[rows[~ok]] = s[~ok]
         at[rows], g_at[rows], slope[rows] = s, g, np.einsum("ri,ri->r", grad, unit[rows])
-    return inner + lo[:, None] * unit
+    return inner + lo[:, None] * unit, g_lo + ISO, grad_lo
 
 
-def onto_surface(start, F, grad, inside, outside, prims):
+def onto_surface(start, F, grad, inside, outside, prims, known=None):
     """Points ``start (R, 3)`` near the surface (field ``F`` and gradient ``grad`` there) onto
     it, inside: Newton steps along the gradient (``NEWTON_REACH (iso - F) / |grad F|^2``, from
     either side), each point kept as the latest inside or outside end of a bracket that starts
-    as ``(inside, outside)`` (points known to be inside and outside), until the steps cross the
-    surface; then :func:`crossing` on the bracket. ``prims``: the rows' primitive arrays."""
+    as ``(inside, outside)`` (points known to be inside and outside; ``known``: ``(F, grad F)``
+    at ``inside`` when the caller has it), until the steps cross the surface; then
+    :func:`crossing` on the bracket. ``prims``: the rows' primitive arrays. Returns ``(points,
+    F, grad)`` as :func:`crossing` does."""
     inside, outside = inside.copy(), outside.copy()
+    if known is None:
+        F_in, _, grad_in = primitive_field(inside, *prims, gradient=True)
+    else:
+        F_in, grad_in = np.array(known[0]), np.array(known[1])
     was_in = F >= ISO
     inside[was_in], outside[~was_in] = start[was_in], start[~was_in]
+    F_in[was_in], grad_in[was_in] = F[was_in], grad[was_in]
     active = np.arange(len(start))
     x, g, Fx = start, grad, F
     for _ in range(NEWTON_STEPS):
@@ -104,31 +112,43 @@ def onto_surface(start, F, grad, inside, outside, prims):
         Fx, _, g = primitive_field(x, *rows_of(prims, active), gradient=True)
         now_in = Fx >= ISO
         inside[active[now_in]], outside[active[~now_in]] = x[now_in], x[~now_in]
+        F_in[active[now_in]], grad_in[active[now_in]] = Fx[now_in], g[now_in]
         going = now_in == was_in[active]  # (not across yet)
         active, x, g, Fx = active[going], x[going], g[going], Fx[going]
-    return crossing(inside, outside, field_and_gradient(prims))
+    return crossing(inside, outside, field_and_gradient(prims), known=(F_in, grad_in))
 
 
-def nearer(x, surface, prims):
-    """Surface points ``surface (R, 3)`` moved along the surface nearer the outside points ``x``
-    they project: :data:`NEAREST_STEPS` times, the point of ``surface``'s tangent plane nearest
-    ``x`` taken back onto the surface (:func:`onto_surface`), kept when nearer ``x``. The
-    paper's projection lands where the step to the most influential primitive crosses the
-    surface; which primitive that is switches as a motion moves, and the projection jumps with
-    it. Moved towards the nearest point, projections of a moving rotation agree far more often
-    (bench_frame_time's 60 bones: 443 -> 214 frames where a motion's projection leaves its
-    reach; on held-out capture 217 -> 130 pops frame by frame) and are 4-11% nearer on test
-    shapes."""
+def nearer(x, surface, prims, known):
+    """Surface points ``surface (R, 3)`` (``known``: ``(F, grad F)`` there) moved along the
+    surface nearer the outside points ``x`` they project; ``(points, F, grad)``.
+
+    :data:`NEAREST_STEPS` steps, each to the surface's linear picture at the current point
+    (a Newton step along the normal) and :data:`TANGENT_STEP` of the way along it towards the
+    point nearest ``x``: one field evaluation a step. Then :func:`onto_surface`; the result is
+    kept where it is nearer ``x``. The paper's projection lands where the step to the most
+    influential primitive crosses the surface; which primitive that is switches as a rotation
+    moves, and the projection jumps with it. Moved towards the nearest point, projections of a
+    moving rotation agree far more often (bench_frame_time's 60 bones: 443 -> 213 frames where
+    a motion's projection leaves its reach; on held-out capture 217 -> 113 pops frame by
+    frame) and are 4-11% nearer on test shapes. (Steps that each went back onto the surface
+    did as well at twice the field evaluations: a projection now costs some 19 a row.)"""
+    F_s, grad_s = known
+    p, F, g = surface, F_s, grad_s
     for _ in range(NEAREST_STEPS):
-        _, _, g = primitive_field(surface, *prims, gradient=True)
-        norm = np.linalg.norm(g, axis=1, keepdims=True)
-        n = g / np.maximum(norm, 1e-300)
-        t = clamp_ball(surface + TANGENT_STEP * ((x - surface) - np.sum((x - surface) * n, axis=1, keepdims=True) * n))
-        Ft, _, gt = primitive_field(t, *prims, gradient=True)
-        moved = onto_surface(t, Ft, gt, surface, x, prims)
-        nearer = (norm[:, 0] > 1e-12) & (np.sum((moved - x) ** 2, axis=1) < np.sum((surface - x) ** 2, axis=1))
-        surface = np.where(nearer[:, None], moved, surface)
-    return surface
+        norm2 = np.sum(g * g, axis=1, keepdims=True)
+        n = g / np.sqrt(np.maximum(norm2, 1e-300))
+        d = x - p
+        tangent = d - np.sum(d * n, axis=1, keepdims=True) * n
+        step = TANGENT_STEP * tangent + (ISO - F)[:, None] * g / np.maximum(norm2, 1e-300)
+        p = clamp_ball(np.where(norm2 > 1e-24, p + step, p))
+        F, _, g = primitive_field(p, *prims, gradient=True)
+    moved, F, g = onto_surface(p, F, g, surface, x, prims, known=known)
+    keep = (np.sum(grad_s * grad_s, axis=1) > 1e-24) & (np.sum((moved - x) ** 2, axis=1) < np.sum((surface - x) ** 2, axis=1))
+    return (
+        np.where(keep[:, None], moved, surface),
+        np.where(keep, F, F_s),
+        np.where(keep[:, None], g, grad_s),
+    )
 
 
 def field_and_gradient(prims):

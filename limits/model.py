@@ -133,11 +133,13 @@ class LimitModel:
         return quaternion_angle(q, self.project(q))
 
     # -- motion ----------------------------------------------------------------------------
-    def projection_candidates(self, q):
+    def projection_candidates(self, q, plain=None):
         """``(K, ..., 4)``: allowed rotations ``q (..., 4)`` may be limited to, the plain
-        :meth:`project` first. A model whose projection picks one of several answers (a branch,
-        a side) lists the others, so a motion can keep the one it is on. Default: the plain one."""
-        return self.project(q)[None]
+        :meth:`project` first (``plain``, when the caller has it, is not computed again). A
+        model whose projection picks one of several answers (a branch, a side) lists the
+        others, so a motion can keep the one it is on; :mod:`.continuity` asks only for the
+        rows whose plain projection it cannot follow. Default: the plain one."""
+        return (self.project(q) if plain is None else np.asarray(plain, dtype=float))[None]
 
     def project_near(self, q, near):
         """Projection of ``q (..., 4)``, just outside, continuing from ``near`` (inside, a small
@@ -276,6 +278,12 @@ class MovedProjection:
         projected, moved = self._project(q)
         angle = np.where(moved, quaternion_angle(q, projected), 0.0)
         return np.where(finite, angle, np.nan)
+
+
+def projection_moved(q, plain):
+    """``(...,)`` bool: rows of ``q (..., 4)`` that their projection ``plain`` moved (a
+    projection returns the rows it leaves alone, and non-finite ones, as they are)."""
+    return np.any(plain != q, axis=-1) & np.all(np.isfinite(q), axis=-1)
 
 
 def subset_bones(bone_shape, lead, index):

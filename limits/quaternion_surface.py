@@ -99,7 +99,7 @@ from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
 from .implicit_surface import clamp_ball, crossing, field_and_gradient, nearer, onto_surface, rows_of
-from .model import LimitModel, MovedProjection, RowsPerBone, register_model
+from .model import LimitModel, MovedProjection, RowsPerBone, projection_moved, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
@@ -330,8 +330,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
 
     def __init__(self, params, config=None):
         super().__init__(params, config)
-        self._anchors = None
-        self._centres = None
+        # anchor points per bone and inside centres, built on first use; a dict, so that
+        # :meth:`subset` views (shallow copies) build them for the model they share
+        self._cache = {"anchors": {}}
         #: Facts about the fit (not stored).
         self.fit_report = {}
         #: Statistics of the last projection: ``rows``, ``steps`` (histogram of gradient steps
@@ -659,15 +660,19 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         self.last_projection = stats
         return out.reshape(lead + (4,)), moved.reshape(lead)
 
-    def projection_candidates(self, q):
+    def projection_candidates(self, q, plain=None):
         """``(2, ..., 4)``: the plain projection, then the *radial* one: where the segment from
         the bone's inside centre (:meth:`_inside_centres`) to the rotation leaves the surface.
         The radial projection moves continuously with the rotation wherever that segment
         crosses the surface once, where the plain one (the step to the most influential
         primitive) switches primitives: a motion keeps to it instead of sliding (a slide costs
-        some 5 projections a frame)."""
+        some 5 projections a frame). ``plain``: :meth:`project` of ``q``, when the caller has it."""
         q = as_quaternions(q)
-        plain, moved = self._project(q)
+        if plain is None:
+            plain, moved = self._project(q)
+        else:
+            plain = np.asarray(plain, dtype=float)
+            moved = projection_moved(q, plain)
         radial = plain.copy()
         lead = moved.shape
         rows, bone, _ = self._rows(q)
@@ -679,7 +684,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             centre = self._inside_centres()
             inner = centre if bone is None else centre.reshape(-1, 3)[sub]
             inner = np.broadcast_to(inner, (len(todo), 3))
-            found = crossing(inner, _to_points(rows[todo], pole), field_and_gradient(prims))
+            found, _, _ = crossing(inner, _to_points(rows[todo], pole), field_and_gradient(prims))
             result = _from_points(found, pole)
             result = quaternion_toward(result, rows[todo])
             flat = radial.reshape(-1, 4)
@@ -689,7 +694,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
     def _inside_centres(self):
         """``(..., 3)`` per bone: the chart's origin (the pole, the data's mean rotation) when it
         is inside, else the bone's anchor point nearest it."""
-        if self._centres is None:
+        if "centres" not in self._cache:
             c, e, k, s = self._raw()
             flat = [v.reshape((-1,) + v.shape[len(self._lead()) :]) for v in (c, e, k, s)]
             origin = np.zeros((len(flat[0]), 3))
@@ -697,8 +702,8 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             for b in np.flatnonzero(F < ISO):
                 anchors = self._anchors_for(None if not self._lead() else int(b))
                 origin[b] = anchors[np.argmin(np.sum(anchors * anchors, axis=1))]
-            self._centres = origin.reshape(self._lead() + (3,))
-        return self._centres
+            self._cache["centres"] = origin.reshape(self._lead() + (3,))
+        return self._cache["centres"]
 
     def project_near(self, q, near):
         """:meth:`.model.LimitModel.project_near`: a rotation ``q`` just outside is brought onto
@@ -706,7 +711,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         point near the surface lands next to it, where the paper's step to the most influential
         sphere overshoots), then the crossing on the segment to the last point inside (the
         Newton point, else ``near``). Each row costs some 6 field evaluations where
-        :meth:`project` takes 20-40: a motion's slide along the surface asks this several times
+        :meth:`project` takes some 19: a motion's slide along the surface asks this several times
         a frame. Rows whose Newton steps and ``near`` are both outside are projected."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
@@ -730,8 +735,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         sub = rows_of(prims, todo)
         pole = pole if bone is None else pole[todo]
         inner = _to_points(near[todo], pole)
-        lost = primitive_field(inner, *sub)[0] < ISO
-        found = onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub)
+        F_in, _, grad_in = primitive_field(inner, *sub, gradient=True)
+        lost = F_in < ISO
+        found, _, _ = onto_surface(p[todo], F[todo], grad[todo], inner, p[todo], sub, known=(F_in, grad_in))
         result = _from_points(found, pole)
         if lost.any():  # (``near`` outside: not a continuation, a plain projection)
             result[lost] = self._project_rows(rows[todo[lost]], None if bone is None else bone[todo[lost]], self._stats())[0]
@@ -755,7 +761,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         if not len(todo):
             return rows, moved
         sub = None if bone is None else bone[todo]
-        inner = nearer(p[todo], self._surface_point(p[todo], sub, stats), self._prims(sub))
+        prims = self._prims(sub)
+        surface, known = self._surface_point(p[todo], prims, sub, stats)
+        inner, _, _ = nearer(p[todo], surface, prims, known)
         result = _from_points(inner, pole if bone is None else pole[todo])
         result = quaternion_toward(result, rows[todo])
         out = np.array(rows)
@@ -763,28 +771,32 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         moved[todo] = True
         return out, moved
 
-    def _surface_point(self, x, bone, stats):
-        """Points ``x (R, 3)`` outside -> inside points on the surface (module docstring)."""
-        c, e, k, s = self._prims(bone)
+    def _surface_point(self, x, prims, bone, stats):
+        """Points ``x (R, 3)`` outside -> ``(surface, (F, grad F) there)``: inside points on
+        the surface (module docstring). ``prims``: the rows' primitive arrays."""
+        c, e, k, s = prims
         outer = x.copy()
         inner = np.full_like(x, np.nan)
+        F_in, grad_in = np.zeros(len(x)), np.zeros_like(x)
         active = np.arange(len(x))
         steps = np.zeros(len(x), dtype=np.intp)
         stats["rows"] += len(x)
+        F, f, grad = primitive_field(x, c, e, k, s, gradient=True)  # (at ``outer[active]``)
         for _ in range(GRADIENT_STEPS):
             if not len(active):
                 break
-            ca, ea, ka, sa = rows_of((c, e, k, s), active)
+            ca, ea, ka, sa = rows_of(prims, active)
             pts = outer[active]
-            F, f, grad = primitive_field(pts, ca, ea, ka, sa, gradient=True)
             positive = np.broadcast_to(sa > 0, f.shape)
-            d_all = np.linalg.norm(pts[:, None, :] - ca, axis=-1)
-            gap = d_all - ea
-            score = np.where(positive, np.where(f > 0, f, -gap - 1e6), -np.inf)
-            best = np.argmax(score, axis=1)
             rows_ = np.arange(len(active))
+            best = np.argmax(np.where(positive & (f > 0), f, -np.inf), axis=1)
+            far = np.flatnonzero(~np.any(positive & (f > 0), axis=1))
+            if len(far):  # (no positive primitive reaches: the nearest by r - e)
+                cf = ca[far] if ca.ndim == 3 else ca
+                gap = np.linalg.norm(pts[far][:, None, :] - cf, axis=-1) - (ea[far] if ea.ndim == 2 else ea)
+                best[far] = np.argmax(np.where(positive[far], -gap, -np.inf), axis=1)
             cb = ca[best] if ca.ndim == 2 else ca[rows_, best]
-            d = gap[rows_, best]
+            d = np.linalg.norm(pts - cb, axis=1) - (ea[best] if ea.ndim == 1 else ea[rows_, best])
             norm = np.linalg.norm(grad, axis=1)
             toward = cb - pts
             tnorm = np.linalg.norm(toward, axis=1)
@@ -795,15 +807,15 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             newton = np.where(has_grad, (ISO - F) / np.where(has_grad, norm, 1.0), 0.0)
             # the paper's step d; where it vanishes (inside S_i but outside the surface, e.g. a
             # carved region) a Newton step, never past the primitive's centre
-            length = np.where(d > MIN_STEP, d, np.minimum(newton, np.linalg.norm(cb - pts, axis=1)))
+            length = np.where(d > MIN_STEP, d, np.minimum(newton, tnorm))
             length = np.maximum(length, MIN_STEP)
             nxt = clamp_ball(pts + length[:, None] * direction)
-            Fn = primitive_field(nxt, ca, ea, ka, sa)[0]
-            ok = Fn >= ISO
+            F, f, grad = primitive_field(nxt, ca, ea, ka, sa, gradient=True)
+            ok = F >= ISO
             steps[active] += 1
-            inner[active[ok]] = nxt[ok]
+            inner[active[ok]], F_in[active[ok]], grad_in[active[ok]] = nxt[ok], F[ok], grad[ok]
             outer[active[~ok]] = nxt[~ok]
-            active = active[~ok]
+            active, F, f, grad = active[~ok], F[~ok], f[~ok], grad[~ok]
         if len(active):
             stats["fallbacks"] += len(active)
             owners = np.zeros(len(active), dtype=np.intp) if bone is None else bone[active]
@@ -812,14 +824,15 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
                 anchors = self._anchors_for(None if bone is None else int(b))
                 d2 = np.sum((outer[rows_b][:, None, :] - anchors[None]) ** 2, axis=-1)
                 inner[rows_b] = anchors[np.argmin(d2, axis=1)]
+            F_in[active], _, grad_in[active] = primitive_field(inner[active], *rows_of(prims, active), gradient=True)
         np.add.at(stats["steps"], steps, 1)
-        return crossing(inner, outer, field_and_gradient((c, e, k, s)))
+        found, F, grad = crossing(inner, outer, field_and_gradient(prims), known=(F_in, grad_in))
+        return found, (F, grad)
 
     def _anchors_for(self, bone):
-        if self._anchors is None:
-            self._anchors = {}
-        if bone not in self._anchors:
-            self._anchors[bone] = self._anchor_points(bone)
-            if not len(self._anchors[bone]):
+        anchors = self._cache["anchors"]
+        if bone not in anchors:
+            anchors[bone] = self._anchor_points(bone)
+            if not len(anchors[bone]):
                 raise ValueError(f"{self.kind} limit: the region is empty")
-        return self._anchors[bone]
+        return anchors[bone]
