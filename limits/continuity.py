@@ -5,8 +5,8 @@ Projecting every frame on its own makes non-convex limits *pop*: where the input
 through a limit, the nearest allowed rotation can switch sides (Holden's open problem, seed
 001) and the limited pose jumps far more than the input moved. Kelly (seed 003) projects along
 the path from the last valid pose instead. This module does that for every model through the
-model interface (:meth:`.model.LimitModel.projection_candidates` and
-:meth:`~.model.LimitModel.project_near`); it never changes what a single pose projects to
+model interface (:meth:`.model.LimitModel.projection_candidates`,
+:meth:`~.model.LimitModel.project_near` and :meth:`~.model.LimitModel.slide`); it never changes what a single pose projects to
 when the motion allows it.
 
 For one bone, input rotations ``q_t`` and limited rotations ``p_t`` (model space), the input's
@@ -20,10 +20,12 @@ step ``s_t = angle(q_{t-1}, q_t)`` and the step the limited pose may take
 3. else *slide*: from ``x = p_{t-1}`` move toward ``q_t`` (at most ``cap_t``, less if that jumps) and take the
    model's projection of that point near ``x``; repeat while it gets nearer ``q_t``, moves no more
    than ``JUMP`` substeps at once and stays within ``cap_t`` of ``p_{t-1}``. This is a projected
-   descent of the distance to ``q_t``: it follows the boundary the previous pose is on.
+   descent of the distance to ``q_t``: it follows the boundary the previous pose is on
+   (:func:`descend`; a model may slide its own way, :meth:`.model.LimitModel.slide`: the
+   quaternion surface walks along its tangent planes, one field evaluation a step).
 
-Every result is a projection of the model, or the previous result: it is inside the limit when
-the model's projections are. The limited pose never moves more than ``cap_t`` in a frame, so it
+Every result is a projection of the model, the previous result or a model's slide: it is inside
+the limit when those are. The limited pose never moves more than ``cap_t`` in a frame, so it
 never *pops* (:func:`pops`: moves more than 3x the input's step and more than 5 degrees beyond it). The first
 frame, and a frame after a cut, is the plain projection.
 
@@ -255,13 +257,13 @@ def _step(model, q, plain, cap, previous):
     # 3. slide from the previous pose
     slide = np.flatnonzero(~found)
     if slide.size:
-        out[rest[slide]] = _slide(model.subset(found.shape, slide), q[slide], previous[slide], cap[slide])
+        out[rest[slide]] = model.subset(found.shape, slide).slide(q[slide], previous[slide], cap[slide])
     return out, taken
 
 
-def _slide(model, q, start, cap):
+def descend(model, q, start, cap):
     """Projected descent toward ``q (n, 4)`` from ``start`` (inside): see the module docstring
-    (3). Steps start as long as the frame's reach and halve when one jumps or leaves the reach;
+    (3); what :meth:`.model.LimitModel.slide` does unless a model slides its own way. Steps start as long as the frame's reach and halve when one jumps or leaves the reach;
     a step that brings the pose no nearer ``q`` (a local minimum of the distance on the
     boundary) ends the row's slide. Each step projects only the rows still sliding."""
     x = start.copy()

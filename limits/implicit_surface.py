@@ -118,28 +118,40 @@ def onto_surface(start, F, grad, inside, outside, prims, known=None):
     return crossing(inside, outside, field_and_gradient(prims), known=(F_in, grad_in))
 
 
-def nearer(x, surface, prims, known):
+def nearer(x, surface, prims, known, reach=None):
     """Surface points ``surface (R, 3)`` (``known``: ``(F, grad F)`` there) moved along the
-    surface nearer the outside points ``x`` they project; ``(points, F, grad)``.
+    surface nearer the outside points ``x``; ``(points, F, grad)``.
 
     :data:`NEAREST_STEPS` steps, each to the surface's linear picture at the current point
     (a Newton step along the normal) and :data:`TANGENT_STEP` of the way along it towards the
     point nearest ``x``: one field evaluation a step. Then :func:`onto_surface`; the result is
-    kept where it is nearer ``x``. The paper's projection lands where the step to the most
-    influential primitive crosses the surface; which primitive that is switches as a rotation
-    moves, and the projection jumps with it. Moved towards the nearest point, projections of a
-    moving rotation agree far more often (bench_frame_time's 60 bones: 443 -> 213 frames where
-    a motion's projection leaves its reach; on held-out capture 217 -> 113 pops frame by
-    frame) and are 4-11% nearer on test shapes. (Steps that each went back onto the surface
-    did as well at twice the field evaluations: a projection now costs some 19 a row.)"""
+    kept where it is nearer ``x``. ``reach (R,)``: the most the steps along the surface may add
+    up to, as chords of the unit quaternion sphere (``|dp|`` stretched by the change of ``w``
+    it brings) -- how a motion slides (:meth:`.quaternion_surface.QuaternionSurfaceLimit.slide`).
+
+    The paper's projection lands where the step to the most influential primitive crosses the
+    surface; which primitive that is switches as a rotation moves, and the projection jumps
+    with it. Moved towards the nearest point, projections of a moving rotation agree far more
+    often (bench_frame_time's 60 bones: 443 -> 213 frames where a motion's projection leaves
+    its reach; on held-out capture 217 -> 113 pops frame by frame) and are 4-11% nearer on test
+    shapes. (Steps that each went back onto the surface did as well at twice the field
+    evaluations: a projection now costs some 19 a row.)"""
     F_s, grad_s = known
     p, F, g = surface, F_s, grad_s
+    used = np.zeros(len(p))
     for _ in range(NEAREST_STEPS):
         norm2 = np.sum(g * g, axis=1, keepdims=True)
         n = g / np.sqrt(np.maximum(norm2, 1e-300))
         d = x - p
-        tangent = d - np.sum(d * n, axis=1, keepdims=True) * n
-        step = TANGENT_STEP * tangent + (ISO - F)[:, None] * g / np.maximum(norm2, 1e-300)
+        tangent = TANGENT_STEP * (d - np.sum(d * n, axis=1, keepdims=True) * n)
+        if reach is not None:
+            length = np.linalg.norm(tangent, axis=1)
+            w = np.sqrt(np.maximum(1.0 - np.sum(p * p, axis=1), 1e-12))
+            stretch = np.sqrt(1.0 + (np.sum(p * tangent, axis=1) / np.maximum(length, 1e-300) / w) ** 2)
+            allowed = np.minimum(length, np.maximum(reach - used, 0.0) / stretch)
+            used += allowed * stretch
+            tangent *= (allowed / np.maximum(length, 1e-300))[:, None]
+        step = tangent + (ISO - F)[:, None] * g / np.maximum(norm2, 1e-300)
         p = clamp_ball(np.where(norm2 > 1e-24, p + step, p))
         F, _, g = primitive_field(p, *prims, gradient=True)
     moved, F, g = onto_surface(p, F, g, surface, x, prims, known=known)

@@ -13,10 +13,11 @@ expressed relative to the joint's reference pose (see :mod:`.joint`), as unit qu
 ``to_dict()`` / ``from_dict``  plain data: ``config`` (str/int/float/bool) and ``params`` (arrays)
 
 Motion: :meth:`LimitModel.project_sequence` limits frames in order so that the limited pose
-follows from the previous one (:mod:`.continuity`); a model takes part through two hooks with
+follows from the previous one (:mod:`.continuity`); a model takes part through three hooks with
 working defaults, :meth:`~LimitModel.projection_candidates` (the Euler box offers its other
-Euler decomposition) and :meth:`~LimitModel.project_near` (the sinus texture checks the path
-from the previous pose, Kelly's search).
+Euler decomposition), :meth:`~LimitModel.project_near` (the sinus texture checks the path
+from the previous pose, Kelly's search) and :meth:`~LimitModel.slide` (the quaternion surface
+walks along its tangent planes).
 
 "Nearest" is measured in the model's own parameter space (scaled angle-axis for Holden's
 shapes, Euler angles for the Euler box, ...); ``violation`` is always the geodesic angle.
@@ -150,6 +151,15 @@ class LimitModel:
             return candidates[0]
         best = np.argmin(quaternion_angle(candidates, near), axis=0)
         return np.take_along_axis(candidates, best[None, ..., None], axis=0)[0]
+
+    def slide(self, q, start, cap):
+        """Allowed rotations ``(n, 4)`` towards ``q (n, 4)`` from ``start`` (allowed: a motion's
+        last limited pose), each at most ``cap (n,)`` radians from ``start``: how a motion goes
+        on where no projection of ``q`` is within reach (:mod:`.continuity`). Default: a
+        projected descent of the distance to ``q`` by :meth:`project_near`
+        (:func:`.continuity.descend`); a model that knows its boundary's tangent planes walks
+        along them instead (the quaternion surface)."""
+        return continuity.descend(self, q, start, cap)
 
     def subset(self, lead, index):
         """This model for some rows of a query: queries ``(..., n, 4)`` give row ``i`` the

@@ -73,8 +73,9 @@ switches as a rotation moves, and projections of a motion jumped with it. Steps 
 ball never (clamped to ``|p| <= 1``). ``last_projection`` counts the gradient steps used and
 the fallbacks. The result is on the input's cover.
 
-Motion (:mod:`.continuity`): :meth:`~QuaternionSurfaceLimit.projection_candidates` adds the
-*radial* projection (where the segment from the bone's inside centre leaves the surface), and
+Motion (:mod:`.continuity`): where a motion cannot take the projection,
+:meth:`~QuaternionSurfaceLimit.slide` walks along the surface towards the rotation (the
+tangent-plane steps of the projection, their length within the frame's reach), and
 :meth:`~QuaternionSurfaceLimit.project_near` brings a point just outside onto the surface by
 Newton steps along the gradient.
 
@@ -98,15 +99,17 @@ from .checks import check_padding
 from .constants import CHUNK_ROWS, CONTAINS_TOLERANCE, IDENTITY_QUATERNION
 from .distance_transform import distance_transform, label_components
 from .implicit_primitives import ISO, STICKINESS, fit_primitives, primitive_field, surface_points
-from .implicit_surface import clamp_ball, crossing, field_and_gradient, nearer, onto_surface, rows_of
-from .model import LimitModel, MovedProjection, RowsPerBone, projection_moved, register_model
+from .implicit_surface import CROSSING_FIELD, clamp_ball, crossing, field_and_gradient, nearer, onto_surface, rows_of
+from .model import LimitModel, MovedProjection, RowsPerBone, register_model
 from .quaternion import (
     as_quaternions,
     check_finite,
+    quaternion_angle,
     quaternion_conjugate,
     quaternion_mean,
     quaternion_multiply,
     quaternion_toward,
+    slerp,
 )
 
 #: Fewest rotations a fit accepts.
@@ -660,50 +663,54 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         self.last_projection = stats
         return out.reshape(lead + (4,)), moved.reshape(lead)
 
-    def projection_candidates(self, q, plain=None):
-        """``(2, ..., 4)``: the plain projection, then the *radial* one: where the segment from
-        the bone's inside centre (:meth:`_inside_centres`) to the rotation leaves the surface.
-        The radial projection moves continuously with the rotation wherever that segment
-        crosses the surface once, where the plain one (the step to the most influential
-        primitive) switches primitives: a motion keeps to it instead of sliding (a slide costs
-        some 5 projections a frame). ``plain``: :meth:`project` of ``q``, when the caller has it."""
+    def slide(self, q, start, cap):
+        """:meth:`.model.LimitModel.slide` along the surface. Where the rotation ``cap`` from
+        ``start`` towards ``q`` is inside, that rotation; else from ``start`` (or where the
+        way to that rotation leaves the surface, when ``start`` is inside it) the tangent-plane
+        steps of :func:`.implicit_surface.nearer` towards ``q``, their length along the surface
+        within the rest of ``cap``, kept when within ``cap`` of ``start`` and nearer ``q``.
+        Some 7 field evaluations a row, where a descent by :meth:`project_near` took some 20 (3
+        steps towards ``q``, each mostly along the normal, so they crept along the surface) and
+        ended no nearer ``q`` (bench_frame_time's 60 bones)."""
         q = as_quaternions(q)
-        if plain is None:
-            plain, moved = self._project(q)
-        else:
-            plain = np.asarray(plain, dtype=float)
-            moved = projection_moved(q, plain)
-        radial = plain.copy()
-        lead = moved.shape
-        rows, bone, _ = self._rows(q)
-        todo = np.flatnonzero(moved.reshape(-1))
-        if len(todo):
-            sub = None if bone is None else bone[todo]
-            pole = self._per_row("pole", sub)
-            prims = self._prims(sub)
-            centre = self._inside_centres()
-            inner = centre if bone is None else centre.reshape(-1, 3)[sub]
-            inner = np.broadcast_to(inner, (len(todo), 3))
-            found, _, _ = crossing(inner, _to_points(rows[todo], pole), field_and_gradient(prims))
-            result = _from_points(found, pole)
-            result = quaternion_toward(result, rows[todo])
-            flat = radial.reshape(-1, 4)
-            flat[todo] = result
-        return np.stack((plain, radial.reshape(lead + (4,))))
+        rows, bone, lead = self._rows(q)
+        start = np.broadcast_to(as_quaternions(start), lead + (4,)).reshape(-1, 4)
+        cap = np.broadcast_to(np.asarray(cap, dtype=float), lead).reshape(-1)
+        out = np.array(rows)
+        for first in range(0, len(rows), CHUNK_ROWS):
+            sl = slice(first, first + CHUNK_ROWS)
+            out[sl] = self._slide_rows(rows[sl], start[sl], cap[sl], None if bone is None else bone[sl])
+        return out.reshape(lead + (4,))
 
-    def _inside_centres(self):
-        """``(..., 3)`` per bone: the chart's origin (the pole, the data's mean rotation) when it
-        is inside, else the bone's anchor point nearest it."""
-        if "centres" not in self._cache:
-            c, e, k, s = self._raw()
-            flat = [v.reshape((-1,) + v.shape[len(self._lead()) :]) for v in (c, e, k, s)]
-            origin = np.zeros((len(flat[0]), 3))
-            F = primitive_field(origin, *flat)[0]
-            for b in np.flatnonzero(F < ISO):
-                anchors = self._anchors_for(None if not self._lead() else int(b))
-                origin[b] = anchors[np.argmin(np.sum(anchors * anchors, axis=1))]
-            self._cache["centres"] = origin.reshape(self._lead() + (3,))
-        return self._cache["centres"]
+    def _slide_rows(self, rows, start, cap, bone):
+        rows = np.where(np.isfinite(rows).all(axis=1)[:, None], rows, start)  # (no way towards those: stay)
+        pole = self._per_row("pole", bone)
+        prims = self._prims(bone)
+        distance = quaternion_angle(start, rows)
+        toward = slerp(start, rows, np.minimum(1.0, cap / np.maximum(distance, 1e-300)))
+        out = np.array(toward)
+        y = _to_points(toward, pole)
+        todo = np.flatnonzero(primitive_field(y, *prims)[0] < ISO)
+        if not len(todo):
+            return out
+        sub = rows_of(prims, todo)
+        pole = pole if bone is None else pole[todo]
+        x = _to_points(start[todo], pole)
+        F, _, grad = primitive_field(x, *sub, gradient=True)
+        deep = np.flatnonzero(F > ISO + CROSSING_FIELD)
+        if len(deep):  # (inside: onto the surface on the way to ``toward`` first)
+            x[deep], F[deep], grad[deep] = crossing(
+                x[deep], y[todo[deep]], field_and_gradient(rows_of(sub, deep)), known=(F[deep], grad[deep])
+            )
+        on_surface = quaternion_toward(_from_points(x, pole), start[todo])
+        reach = 2.0 * np.sin(cap[todo] / 4.0) - 2.0 * np.sin(quaternion_angle(on_surface, start[todo]) / 4.0)
+        moved, _, _ = nearer(_to_points(rows[todo], pole), x, sub, (F, grad), reach=reach)
+        result = quaternion_toward(_from_points(moved, pole), start[todo])
+        kept = (quaternion_angle(result, start[todo]) <= cap[todo]) & (
+            quaternion_angle(result, rows[todo]) < quaternion_angle(on_surface, rows[todo])
+        )
+        out[todo] = np.where(kept[:, None], result, on_surface)
+        return out
 
     def project_near(self, q, near):
         """:meth:`.model.LimitModel.project_near`: a rotation ``q`` just outside is brought onto

@@ -5,6 +5,8 @@ shapes in quaternion space, carving holes, projection, covers, batching and bad 
 import numpy as np
 import pytest
 
+from limits import implicit_surface, quaternion_surface
+from limits.continuity import descend
 from limits.implicit_primitives import primitive_field, surface_points
 from limits.joint import JointLimit
 from limits.model import LimitModel
@@ -292,18 +294,60 @@ def test_projections_end_where_the_way_out_is_normal_to_the_surface(shapes):
     assert np.median(sine) < 0.03  # (the paper's step alone: 0.061)
 
 
-def test_a_path_outside_projects_with_few_jumps_plainly_and_radially(shapes):
+def test_a_path_outside_projects_with_few_jumps(shapes):
     _, model, _ = shapes["ellipsoid"]
     q = helix_outside()
     assert (~model.contains(q)).sum() > 300
-    plain, radial = model.projection_candidates(q)
-    np.testing.assert_array_equal(plain, model.project(q))
-    assert jumps(q, plain) <= 5  # (the paper's step alone: 26)
-    assert jumps(q, radial) <= 5  # (the fitted surface is nearly star-shaped about its centre)
-    assert model.contains(radial).all()
-    outside = ~model.contains(q)
-    np.testing.assert_allclose(model.field(radial[outside]), 1.0, atol=1e-6)
-    np.testing.assert_array_equal(radial[~outside], q[~outside])
+    assert jumps(q, model.project(q)) <= 5  # (the paper's step alone: 26)
+
+
+def test_a_slide_walks_along_the_surface_within_its_reach_cheaper_than_a_descent(shapes, monkeypatch):
+    """``slide`` (how a motion goes on where the projection is out of reach): from the
+    projection of a point on a path outside, towards a point 8 frames on, at most 0.05 rad."""
+    _, model, _ = shapes["dumbbell"]
+    q = helix_outside(400)
+    q = q[~model.contains(q)]
+    start, target, cap = model.project(q[:-8]), q[8:], np.full(len(q) - 8, 0.05)
+    slid = model.slide(target, start, cap)
+    assert model.contains(slid).all()
+    assert np.all(quaternion_angle(slid, start) <= cap + 1e-12)
+    gained = quaternion_angle(start, target) - quaternion_angle(slid, target)
+    assert np.all(gained >= -1e-12) and np.mean(gained > 0.01) > 0.9
+    # the generic way, a descent by project_near, gets about as far for more field evaluations
+    # (its steps towards ``target`` are mostly along the normal: it takes more of them)
+    counted = []
+    field = implicit_surface.primitive_field
+    monkeypatch.setattr(implicit_surface, "primitive_field", lambda x, *a, **k: counted.append(len(x)) or field(x, *a, **k))
+    monkeypatch.setattr(quaternion_surface, "primitive_field", implicit_surface.primitive_field)
+    model.slide(target, start, cap)
+    slide_cost, counted[:] = sum(counted), []
+    descended = descend(model, target, start, cap)
+    assert np.mean(quaternion_angle(slid, target)) < np.mean(quaternion_angle(descended, target)) + 0.005
+    assert 1.5 * slide_cost < sum(counted)  # (5.9 a row against 9.8)
+
+
+def test_a_slide_to_a_rotation_inside_or_from_inside(shapes):
+    _, model, _ = shapes["ellipsoid"]
+    centre = model.project(np.array([1.0, 0.0, 0.0, 0.0]))  # (inside: itself)
+    q = helix_outside(50)
+    # towards an allowed rotation: the rotation ``cap`` on the way (or itself, within reach)
+    inside = slerp(centre, q, 0.05)
+    assert model.contains(inside).all()
+    far = model.slide(inside, np.broadcast_to(centre, inside.shape), np.full(50, 0.01))
+    np.testing.assert_allclose(quaternion_angle(far, centre), 0.01, atol=1e-9)
+    near = model.slide(inside, np.broadcast_to(centre, inside.shape), np.full(50, 10.0))
+    np.testing.assert_allclose(quaternion_angle(near, inside), 0.0, atol=1e-7)
+    # from deep inside towards one outside, with reach to spare: onto the surface, then along it
+    q = q[~model.contains(q)]
+    out = model.slide(q, np.broadcast_to(centre, q.shape), np.full(len(q), 3.0))
+    assert model.contains(out).all()
+    np.testing.assert_allclose(model.field(out), 1.0, atol=1e-6)
+    # (a slide walks a few steps along the surface: near the nearest point, not on it)
+    assert np.mean(quaternion_angle(out, q)) <= np.mean(quaternion_angle(model.project(q), q)) + 0.05
+    # a non-finite target: the slide stays where it is
+    bad = q.copy()
+    bad[3] = np.nan
+    np.testing.assert_array_equal(model.slide(bad, out, np.full(len(q), 0.1))[3], out[3])
 
 
 def test_project_near_lands_on_the_surface_next_to_a_point_just_outside(shapes):
