@@ -6,8 +6,8 @@ through a limit, the nearest allowed rotation can switch sides (Holden's open pr
 001) and the limited pose jumps far more than the input moved. Kelly (seed 003) projects along
 the path from the last valid pose instead. This module does that for every model through the
 model interface (:meth:`.model.LimitModel.projection_candidates`,
-:meth:`~.model.LimitModel.project_near` and :meth:`~.model.LimitModel.slide`); it never changes what a single pose projects to
-when the motion allows it.
+:meth:`~.model.LimitModel.project_near` and :meth:`~.model.LimitModel.slide`); it never
+changes what a single pose projects to when the motion allows it.
 
 For one bone, input rotations ``q_t`` and limited rotations ``p_t`` (model space), the input's
 step ``s_t = angle(q_{t-1}, q_t)`` and the step the limited pose may take
@@ -263,9 +263,10 @@ def _step(model, q, plain, cap, previous):
 
 def descend(model, q, start, cap):
     """Projected descent toward ``q (n, 4)`` from ``start`` (inside): see the module docstring
-    (3); what :meth:`.model.LimitModel.slide` does unless a model slides its own way. Steps start as long as the frame's reach and halve when one jumps or leaves the reach;
-    a step that brings the pose no nearer ``q`` (a local minimum of the distance on the
-    boundary) ends the row's slide. Each step projects only the rows still sliding."""
+    (3); what :meth:`.model.LimitModel.slide` does unless a model slides its own way. Steps
+    start as long as the frame's reach and halve when one jumps or leaves the reach; a step
+    that brings the pose no nearer ``q`` (a local minimum of the distance on the boundary)
+    ends the row's slide. Each step projects only the rows still sliding."""
     x = start.copy()
     h = np.array(cap, dtype=float)
     dist = quaternion_angle(x, q)
