@@ -689,14 +689,17 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         distance = quaternion_angle(start, rows)
         toward = slerp(start, rows, np.minimum(1.0, cap / np.maximum(distance, 1e-300)))
         out = np.array(toward)
-        y = _to_points(toward, pole)
-        todo = np.flatnonzero(primitive_field(y, *prims)[0] < ISO)
+        # the field at ``toward`` and at ``start``, in one call
+        n = len(rows)
+        both = _to_points(np.concatenate((toward, start)), pole if bone is None else np.concatenate((pole, pole)))
+        F, _, grad = primitive_field(both, *rows_of(prims, np.r_[np.arange(n), np.arange(n)]), gradient=True)
+        todo = np.flatnonzero(F[:n] < ISO)
         if not len(todo):
             return out
+        y = both[:n]
         sub = rows_of(prims, todo)
         pole = pole if bone is None else pole[todo]
-        x = _to_points(start[todo], pole)
-        F, _, grad = primitive_field(x, *sub, gradient=True)
+        x, F, grad = both[n:][todo], F[n:][todo], grad[n:][todo]
         deep = np.flatnonzero(F > ISO + CROSSING_FIELD)
         if len(deep):  # (inside: onto the surface on the way to ``toward`` first)
             x[deep], F[deep], grad[deep] = crossing(
