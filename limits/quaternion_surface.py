@@ -118,6 +118,10 @@ MIN_SAMPLES = 8
 #: Projection: most gradient steps (then the crossing, :mod:`.implicit_surface`).
 GRADIENT_STEPS = 8
 
+#: Tangent-plane steps of a slide (:meth:`QuaternionSurfaceLimit.slide`): its reach is a
+#: frame's, mostly spent by the first.
+SLIDE_STEPS = 2
+
 #: Smallest gradient step (units of ``p``).
 MIN_STEP = 1e-4
 
@@ -707,7 +711,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
             )
         on_surface = quaternion_toward(_from_points(x, pole), start[todo])
         reach = 2.0 * np.sin(cap[todo] / 4.0) - 2.0 * np.sin(quaternion_angle(on_surface, start[todo]) / 4.0)
-        moved, _, _ = nearer(_to_points(rows[todo], pole), x, sub, (F, grad), reach=reach)
+        moved, _, _ = nearer(_to_points(rows[todo], pole), x, sub, (F, grad), reach=reach, steps=SLIDE_STEPS)
         result = quaternion_toward(_from_points(moved, pole), start[todo])
         kept = (quaternion_angle(result, start[todo]) <= cap[todo]) & (
             quaternion_angle(result, rows[todo]) < quaternion_angle(on_surface, rows[todo])
