@@ -134,10 +134,10 @@ def nearer(x, surface, prims, known, reach=None, steps=NEAREST_STEPS):
     The paper's projection lands where the step to the most influential primitive crosses the
     surface; which primitive that is switches as a rotation moves, and the projection jumps
     with it. Moved towards the nearest point, projections of a moving rotation agree far more
-    often (bench_frame_time's 60 bones: 443 -> 213 frames where a motion's projection leaves
-    its reach; on held-out capture 217 -> 113 pops frame by frame) and are 4-11% nearer on test
-    shapes. (Steps that each went back onto the surface did as well at twice the field
-    evaluations: a projection now costs some 19 a row.)"""
+    often (bench_frame_time's 60 bones: 443 -> 168 frames where a motion's projection leaves
+    its reach; on held-out capture 217 -> 77 pops frame by frame) and are 4-11% nearer on test
+    shapes. (Two steps that each went back onto the surface cost as many field evaluations as
+    four of these, and moved less.)"""
     F_s, grad_s = known
     p, F, g = surface, F_s, grad_s
     used = np.zeros(len(p))
