@@ -45,7 +45,7 @@ def clamp_ball(p):
     return np.where(n > 1.0, p / np.maximum(n, 1e-300), p)
 
 
-def crossing(inner, outer, field, known=None):
+def crossing(inner, outer, field, known):
     """Inside points on the surface between ``inner (R, 3)`` (inside) and ``outer`` (outside),
     with the field and its gradient there: ``(points, F, grad)``.
 
@@ -54,11 +54,11 @@ def crossing(inner, outer, field, known=None):
     bisects instead): it converges quadratically near the surface, some 3-6 evaluations where
     bisection halved the segment 40 times. The bracket's inside end is returned, so the result
     is inside. ``field(x, rows)`` gives ``(F, grad F)`` at points ``x`` of rows ``rows``
-    (indices into ``inner``); ``known`` is ``(F, grad F)`` at ``inner`` when the caller has it."""
+    (indices into ``inner``); ``known`` is ``(F, grad F)`` at ``inner`` (the caller has it)."""
     length = np.linalg.norm(outer - inner, axis=1)
     unit = (outer - inner) / np.maximum(length, 1e-300)[:, None]
     rows = np.arange(len(inner))
-    F, grad = known if known is not None else field(inner, rows)
+    F, grad = known
     lo, hi = np.zeros(len(inner)), length  # the bracket, as distances along the segment
     g_lo, grad_lo = F - ISO, np.array(grad)  # >= 0 (inside)
     at, g_at, slope = lo.copy(), g_lo.copy(), np.einsum("ri,ri->r", grad, unit)
@@ -86,19 +86,16 @@ def crossing(inner, outer, field, known=None):
     return inner + lo[:, None] * unit, g_lo + ISO, grad_lo
 
 
-def onto_surface(start, F, grad, inside, outside, prims, known=None):
+def onto_surface(start, F, grad, inside, outside, prims, known):
     """Points ``start (R, 3)`` near the surface (field ``F`` and gradient ``grad`` there) onto
     it, inside: Newton steps along the gradient (``NEWTON_REACH (iso - F) / |grad F|^2``, from
     either side), each point kept as the latest inside or outside end of a bracket that starts
     as ``(inside, outside)`` (points known to be inside and outside; ``known``: ``(F, grad F)``
-    at ``inside`` when the caller has it), until the steps cross the surface; then
+    at ``inside``), until the steps cross the surface; then
     :func:`crossing` on the bracket. ``prims``: the rows' primitive arrays. Returns ``(points,
     F, grad)`` as :func:`crossing` does."""
     inside, outside = inside.copy(), outside.copy()
-    if known is None:
-        F_in, _, grad_in = primitive_field(inside, *prims, gradient=True)
-    else:
-        F_in, grad_in = np.array(known[0]), np.array(known[1])
+    F_in, grad_in = np.array(known[0]), np.array(known[1])
     was_in = F >= ISO
     inside[was_in], outside[~was_in] = start[was_in], start[~was_in]
     F_in[was_in], grad_in[was_in] = F[was_in], grad[was_in]

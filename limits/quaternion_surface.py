@@ -337,9 +337,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
 
     def __init__(self, params, config=None):
         super().__init__(params, config)
-        # anchor points per bone and inside centres, built on first use; a dict, so that
-        # :meth:`subset` views (shallow copies) build them for the model they share
-        self._cache = {"anchors": {}}
+        # anchor points per bone, built on first use; a dict made here, so that :meth:`subset`
+        # views (shallow copies) build them for the model they share
+        self._anchors = {}
         #: Facts about the fit (not stored).
         self.fit_report = {}
         #: Statistics of the last projection: ``rows``, ``steps`` (histogram of gradient steps
@@ -846,7 +846,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         return found, (F, grad)
 
     def _anchors_for(self, bone):
-        anchors = self._cache["anchors"]
+        anchors = self._anchors
         if bone not in anchors:
             anchors[bone] = self._anchor_points(bone)
             if not len(anchors[bone]):
