@@ -467,6 +467,10 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
             out.append(np.where(keep, rows, clamped).reshape(lead + (4,)))
         return np.stack(out)
 
+    def subset(self, lead, index):
+        self.__dict__.setdefault("_arcs_cache", {})  # (a view made before the first query shares it too)
+        return super().subset(lead, index)
+
     def _arcs(self, tolerance):
         """The kernel's constants for the current params, kept while they stay the same (they
         cost more than a small batch of rotations)."""

@@ -1030,6 +1030,12 @@ def test_euler_box_fast_path_matches_the_plain_maths_for_stacked_bones():
     single = models[0].project(q[0, 0])  # one rotation, shape (4,)
     assert single.shape == (4,)
     np.testing.assert_array_equal(single, projected[0, 0])
+    # a motion limits a few rows at a time on subset views: they share the kernel's constants
+    # with the stack, also when a view is made before the stack's first query
+    fresh = LimitModel.stack(models)
+    view = fresh.subset(q.shape[1:-1], [1, 3])
+    np.testing.assert_array_equal(view.project(q[0, [1, 3]]), projected[0, [1, 3]])
+    assert fresh._arcs_cache is view._arcs_cache and len(fresh._arcs_cache) == 1
 
 
 # -- softening --------------------------------------------------------------------------------------
