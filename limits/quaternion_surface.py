@@ -66,7 +66,7 @@ from ``p'``, at most :data:`GRADIENT_STEPS` times. A row still outside then step
 *anchor* (a positive primitive centre with ``F >= iso`` or, when carving covers them all, an
 inside node of a coarse grid; ``validate`` refuses a model without one). The last segment
 ``[outside, inside]`` is then solved for the surface (Newton's method kept inside the bracket,
-:func:`.implicit_surface.crossing`: some 3-6 field evaluations where bisection took 40), its inside end kept.
+:func:`.implicit_surface.crossing`: some 2 field evaluations where bisection took 40), its inside end kept.
 Beyond the paper, :data:`.implicit_surface.NEAREST_STEPS` steps along the surface towards the nearest point
 (:func:`.implicit_surface.nearer`): the paper's point depends on which primitive is the most influential, which
 switches as a rotation moves, and projections of a motion jumped with it. Steps leave the unit
@@ -673,9 +673,9 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         way to that rotation leaves the surface, when ``start`` is inside it) the tangent-plane
         steps of :func:`.implicit_surface.nearer` towards ``q``, their length along the surface
         within the rest of ``cap``, kept when within ``cap`` of ``start`` and nearer ``q``.
-        Some 6 field evaluations a row in 8-10 calls, where a descent by :meth:`project_near`
-        (:func:`.continuity.descend`: 3 steps towards ``q``, each mostly along the normal, so
-        they creep along the surface) took some 10 in some 20 calls, and ended about as near
+        Some 5 field evaluations a row in 8 calls (a test's dumbbell), where a descent by
+        :meth:`project_near` (:func:`.continuity.descend`: 3 steps towards ``q``, each mostly
+        along the normal, so they creep along the surface) took some 8 in 55, and ended about as near
         ``q`` (bench_frame_time's 60 bones: mean 0.02494 against 0.02488 rad)."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
@@ -725,8 +725,8 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         the surface by Newton steps along the field's gradient (``(iso - F) / |grad F|^2``; a
         point near the surface lands next to it, where the paper's step to the most influential
         sphere overshoots), then the crossing on the segment to the last point inside (the
-        Newton point, else ``near``). Each row costs some 6 field evaluations where
-        :meth:`project` takes some 20 (a descent, :func:`.continuity.descend`, asks this several
+        Newton point, else ``near``). Each row costs some 5 field evaluations where
+        :meth:`project` takes 12 or more (a descent, :func:`.continuity.descend`, asks this several
         times a frame; a motion on this surface slides by :meth:`slide` instead). Rows whose
         Newton steps and ``near`` are both outside are projected."""
         q = as_quaternions(q)

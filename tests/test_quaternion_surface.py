@@ -329,7 +329,7 @@ def test_a_slide_walks_along_the_surface_within_its_reach_cheaper_than_a_descent
     slide_cost, counted[:] = sum(counted), []
     descended = descend(model, target, start, cap)
     assert np.mean(quaternion_angle(slid, target)) < np.mean(quaternion_angle(descended, target)) + 0.005
-    assert 1.5 * slide_cost < sum(counted)  # (5.9 a row against 9.8)
+    assert 1.5 * slide_cost < sum(counted)  # (4.7 a row against 8.0)
 
 
 def test_a_slide_to_a_rotation_inside_or_from_inside(shapes):
@@ -347,7 +347,7 @@ def test_a_slide_to_a_rotation_inside_or_from_inside(shapes):
     q = q[~model.contains(q)]
     out = model.slide(q, np.broadcast_to(centre, q.shape), np.full(len(q), 3.0))
     assert model.contains(out).all()
-    np.testing.assert_allclose(model.field(out), 1.0, atol=1e-6)
+    np.testing.assert_allclose(model.field(out), 1.0, atol=implicit_surface.CROSSING_FIELD)
     # (a slide walks a few steps along the surface: near the nearest point, not on it)
     assert np.mean(quaternion_angle(out, q)) <= np.mean(quaternion_angle(model.project(q), q)) + 0.05
     # a non-finite target: the slide stays where it is
@@ -365,6 +365,6 @@ def test_project_near_lands_on_the_surface_next_to_a_point_just_outside(shapes):
     nudged = slerp(inside[outside], q[outside], 0.05)
     near = model.project_near(nudged, inside[outside])
     assert model.contains(near).all()
-    np.testing.assert_allclose(model.field(near), 1.0, atol=1e-6)
+    np.testing.assert_allclose(model.field(near), 1.0, atol=implicit_surface.CROSSING_FIELD)
     # about as near as the full projection (Newton steps along the gradient, not the nearest point)
     assert np.all(quaternion_angle(near, nudged) <= quaternion_angle(model.project(nudged), nudged) + 0.005)
