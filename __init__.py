@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Joint Limits: learn realistic joint rotation limits from motion and enforce them.
 
-This file only wires the parts together; see README.md for the layout.
+This file only wires the parts together (docs/architecture.md draws the layers): what Blender
+shows (``ui``), live enforcement (``rig.live``) and the headless commands (``cli``).
 """
 
-from . import cli, enforcement, operators, panels, props
-from .rig import overlay, paint
+from . import cli, ui
+from .rig import live
 
-_parts = (props, operators, panels, enforcement, overlay, paint, cli)
+_parts = (ui, live, cli)
 
 
 def register():

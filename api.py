@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 
-from .rig.bake import limited_bones
-from .rig.evaluate import bone_parents, decompose, local_from_pose, pose_matrices, rest_matrices
-from .rig.pose_io import PoseArrays
-from .rig.report import violation_report
-from .rig.storage import read_limit
+from .rig.io.pose_io import PoseArrays
+from .rig.io.storage import read_limit
+from .rig.live.evaluate import bone_parents, decompose, local_from_pose, pose_matrices, rest_matrices
+from .rig.tasks.bake import limited_bones
+from .rig.tasks.report import violation_report
 
 
 def limit(pose_bone):

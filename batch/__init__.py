@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Batch jobs over libraries of motion clips (``joint_limits batch fit|check|clean``).
 
-``clips``: which clips the inputs name (BVH, .blend actions, FBX); ``bvh_file``: BVH read and
+``clips``: which clips the inputs name (BVH, .blend actions, FBX); ``..rig.io.bvh_file``: BVH read and
 written with numpy (no Blender importer), rotations in the bone space Blender's importer gives;
 ``blend_clip``: .blend actions and FBX files read and written with Blender; ``limit_set``: one
 file of limits for a whole skeleton; ``sample_cache``: what fit read from each clip, kept for a

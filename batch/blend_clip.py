@@ -16,16 +16,16 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..limits.quaternion import (
+from ..limits.geometry.quaternion import (
     axis_angle_from_quaternion,
     euler_compatible,
     euler_from_quaternion,
     quaternion_from_matrix,
     quaternion_normalize,
 )
-from ..rig.actions import action_frames, bone_rotation_curves, curve_values, keyed_rotations
-from ..rig.fitting import carries_heading
-from ..rig.sampling import temporarily_assigned
+from ..rig.io.actions import action_frames, bone_rotation_curves, curve_values, keyed_rotations
+from ..rig.tasks.fit import carries_heading
+from ..rig.tasks.sample import temporarily_assigned
 from .blend_bytes import deterministic_blend
 
 
@@ -73,7 +73,7 @@ class BlendClip:
 
     def skeleton(self):
         """The armature's rest skeleton (:class:`..limits.skeleton.Skeleton`, armature space)."""
-        from ..rig.skeleton_io import skeleton_from_armature
+        from ..rig.io.skeleton_io import skeleton_from_armature
 
         return skeleton_from_armature(self.obj)
 

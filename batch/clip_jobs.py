@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..limits.constants import INSIDE_TOLERANCE
-from .bvh_file import read_bvh
+from ..rig.io.bvh_file import read_bvh
 from .clips import ClipRef
 from .limit_set import read_limit_set
 

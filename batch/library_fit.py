@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..limits.body.skeleton import Skeleton
+from ..limits.body.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
 from ..limits.constants import BONE_AXIS
 from ..limits.joint import JointLimit
-from ..limits.model import model_class
-from ..limits.skeleton import Skeleton
-from ..limits.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
+from ..limits.registry import model_class
 
 #: Why a bone that carries the heading is not limited.
 HEADING = "carries the heading or travel (a root, or its position channels move): not limited"

@@ -14,7 +14,7 @@ A JSON object, keys sorted, no whitespace::
 from (seen in the mirror), absent from files fitted with the sides apart.
 
 Bones are matched to a clip's joints by name. Each limit is in the bone space Blender's BVH
-importer gives (:mod:`.bvh_file`), so it can also be loaded onto a rig imported from such a clip.
+importer gives (:mod:`..rig.io.bvh_file`), so it can also be loaded onto a rig imported from such a clip.
 """
 
 import json

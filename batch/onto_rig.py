@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..limits.quaternion import quaternion_angle, quaternion_conjugate, quaternion_multiply
-from ..limits.skeleton import match_bone_names
+from ..limits.body.skeleton import match_bone_names
+from ..limits.geometry.quaternion import quaternion_angle, quaternion_conjugate, quaternion_multiply
 
 #: Rest orientations closer than this (radians) count as the same: the clip's limit is used.
 SAME_REST = 1e-6
@@ -70,7 +70,7 @@ def fit_onto_rig(rig_path, pooled, rests, heading, clip_limits, fit, bone_map=No
     (armature, ``{rig bone: clip bone}`` limited, refitted bones, rig bones left out)."""
     import bpy
 
-    from ..rig.storage import store_limit
+    from ..rig.io.storage import store_limit
 
     rig_path = Path(rig_path)
     if not rig_path.is_file():
@@ -88,7 +88,7 @@ def fit_onto_rig(rig_path, pooled, rests, heading, clip_limits, fit, bone_map=No
     if not mapping:
         raise ValueError(f"no bone of {best.name} in {rig_path.name} matches a clip bone ({', '.join(clip_names[:5])}, ...)")
     world = np.array(best.matrix_world.to_3x3().normalized(), dtype=float)
-    from ..limits.quaternion import quaternion_from_matrix
+    from ..limits.geometry.quaternion import quaternion_from_matrix
 
     limited, refitted, skipped = {}, [], {}
     for rig_bone in sorted(mapping):

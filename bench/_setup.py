@@ -35,8 +35,8 @@ def random_rig(addon, n_bones, frames, seed=0):
     import numpy as np
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    addon.enforcement.reset()
-    q = addon.limits.quaternion
+    addon.rig.live.reset()
+    q = addon.limits.geometry.quaternion
     data = bpy.data.armatures.new("Bench")
     obj = bpy.data.objects.new("Bench", data)
     bpy.context.scene.collection.objects.link(obj)
@@ -56,7 +56,7 @@ def random_rig(addon, n_bones, frames, seed=0):
     walk = np.cumsum(rng.normal(scale=0.05, size=(frames, n_bones, 3)), axis=0)
     walk = 0.9 * walk / np.maximum(1.0, np.abs(walk).max(axis=0) / 0.9)
     motion = q.quaternion_from_exp_map(walk)
-    addon.rig.humanoid.key_rotations(obj, motion, "Random")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Random")
     return obj, motion
 
 

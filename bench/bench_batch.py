@@ -40,7 +40,7 @@ def main():
 
     runner = addon.batch.runner
     clips = runner.collect_clips(args.clips)
-    frames = sum(addon.batch.bvh_file.read_bvh(c.path).frame_count for c in clips)
+    frames = sum(addon.rig.io.bvh_file.read_bvh(c.path).frame_count for c in clips)
     print(f"{len(clips)} clips, {frames} frames; load average {os.getloadavg()[0]:.2f} (1 min)")
     quiet = open("/dev/null", "w")  # noqa: SIM115 - progress lines would drown the table
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,8 +57,8 @@ def main():
 
         t0 = time.perf_counter()
         for clip in clips:
-            obj = addon.rig.bvh.import_bvh_armature(bpy.context, clip.path)
-            addon.rig.bvh.remove_armature(obj)
+            obj = addon.rig.io.bvh.import_bvh_armature(bpy.context, clip.path)
+            addon.rig.io.bvh.remove_armature(obj)
         base = (time.perf_counter() - t0) * args.repeat
         count = len(clips) * args.repeat
         print(f"Blender's importer alone: {base:.2f} s for {count} clips, {60 * count / base:.1f} clips/min (this process)")

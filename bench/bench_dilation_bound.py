@@ -80,7 +80,7 @@ def main():
     refs = addon.batch.clips.collect_clips(args.clips)
     results = {r.name: addon.batch.clip_jobs.fit_samples(tuple(r)) for r in refs}
     names, joints = sorted(results), args.joints
-    uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
+    uniform = addon.limits.geometry.quaternion.quaternion_random(args.random, 0)
     # per held-out clip: its frames' angle to the nearest training sample, per joint; and the
     # volume of each radius, per joint (mean over folds)
     need, weight, volumes = [], [], np.zeros((len(joints), len(RADII)))
@@ -91,7 +91,7 @@ def main():
         if not args.sides_apart:  # both sides learn from each other, as batch fit does
             labels = {joint: np.zeros(len(q)) for joint, q in pooled.items()}
             mirror = library.body_mirror(train, sorted(train), pooled)
-            pooled = addon.limits.symmetry.learn_from_both_sides(mirror, pooled, labels)[0]
+            pooled = addon.limits.body.symmetry.learn_from_both_sides(mirror, pooled, labels)[0]
         angles = []
         for j, joint in enumerate(joints):
             train = pooled[joint]

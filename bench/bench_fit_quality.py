@@ -48,22 +48,22 @@ def clouds_from(files, rig):
     """``({name: (N, 4)}, {name: (N,) clip index})`` of the files' rotations on ``rig``."""
     out, clips = {}, {}
     for index, path in enumerate(files):
-        src = addon.rig.bvh.import_bvh_armature(bpy.context, path)
+        src = addon.rig.io.bvh.import_bvh_armature(bpy.context, path)
         try:
-            for name, q in addon.rig.bvh.bvh_rotations(src, rig).items():
+            for name, q in addon.rig.io.bvh.bvh_rotations(src, rig).items():
                 out.setdefault(name, []).append(q)
                 clips.setdefault(name, []).append(np.full(len(q), index))
         finally:
             if src != rig:
-                addon.rig.bvh.remove_armature(src)
+                addon.rig.io.bvh.remove_armature(src)
     return {name: np.concatenate(parts) for name, parts in out.items()}, {n: np.concatenate(p) for n, p in clips.items()}
 
 
 def with_mirror_images(rig, clouds, clips):
     """The clouds with each bone's mirror partner's samples seen in the mirror added (what a
     fit with *Learn From Both Sides* uses, :func:`limits.symmetry.learn_from_both_sides`)."""
-    symmetry = addon.limits.symmetry
-    skeleton = addon.rig.skeleton_io.skeleton_from_armature(rig)
+    symmetry = addon.limits.body.symmetry
+    skeleton = addon.rig.io.skeleton_io.skeleton_from_armature(rig)
     mirror = symmetry.BodyMirror.of(skeleton, symmetry.neutral_pose(skeleton.names, clouds))
     if mirror is None:
         print("no symmetry: neither the rest pose nor the neutral pose mirrors")
@@ -75,9 +75,9 @@ def with_mirror_images(rig, clouds, clips):
 
 
 def default_joints(rig):
-    skel = addon.rig.skeleton_io.skeleton_from_armature(rig)
-    human = addon.limits.skeleton.humanoid_skeleton()
-    mapping = addon.limits.skeleton.match_bone_names(human.names, skel.names)
+    skel = addon.rig.io.skeleton_io.skeleton_from_armature(rig)
+    human = addon.limits.body.skeleton.humanoid_skeleton()
+    mapping = addon.limits.body.skeleton.match_bone_names(human.names, skel.names)
     return [mapping[n] for n in human.names if n in mapping and n.split(".")[0] in CATEGORIES]
 
 
@@ -92,13 +92,13 @@ def main():
     args = p.parse_args()
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
+    rig = addon.rig.io.bvh.import_bvh_armature(bpy.context, args.train[0])
     train, train_clips = clouds_from(args.train, rig)
     test, _ = clouds_from(args.test, rig)
     if args.symmetry:
         train, train_clips = with_mirror_images(rig, train, train_clips)
     joints = args.joints or default_joints(rig)
-    uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
+    uniform = addon.limits.geometry.quaternion.quaternion_random(args.random, 0)
     print(f"train: {', '.join(Path(f).name for f in args.train)} | test: {', '.join(Path(f).name for f in args.test)}")
     print(f"{'joint':<16} {'model':<26} {'train':>6} {'test':>6} {'recall':>7} {'volume':>8} {'fit ms':>7}")
     summary, inside = {}, {}

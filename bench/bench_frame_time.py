@@ -29,18 +29,18 @@ def main():
 
     obj, motion = _setup.random_rig(addon, args.bones, args.frames)
     scene = bpy.context.scene
-    enforcement = addon.enforcement
+    live = addon.rig.live
 
     # fit limits on a scaled version of the motion (share < 1: enforcement really projects)
     bpy.ops.pose.select_all(action="SELECT")
     clouds = {
-        pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], args.share)
+        pb.name: addon.limits.geometry.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], args.share)
         for b, pb in enumerate(obj.pose.bones)
     }
-    addon.rig.sampling.store_clouds(obj, clouds)
+    addon.rig.tasks.sample.store_clouds(obj, clouds)
     for pb in obj.pose.bones:
         pb.joint_limit.model = args.model
-        addon.rig.fitting.fit_pose_bone(obj, pb)
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
 
     def native_constraints(on):
         """Add (or remove) one Limit Rotation per bone: muted ones would still be copied with
@@ -77,16 +77,16 @@ def main():
     # before it (the same answer as playing there)
     set_up("ours")
     scene.frame_set(1)
-    enforcement.invalidate()
+    live.invalidate()
     t0 = time.perf_counter()
     scene.frame_set(args.frames)
     jump = time.perf_counter() - t0
     # the timer that limits the action while Blender is idle, stepped to its end (the PyPI
     # module runs no timers), then a first play
-    enforcement.invalidate()
+    live.invalidate()
     scene.frame_set(1)
     t0 = time.perf_counter()
-    while enforcement.work_ahead() is not None:
+    while live.work_ahead() is not None:
         pass
     idle = time.perf_counter() - t0
     after_idle = _setup.play(scene, args.frames)
@@ -94,10 +94,10 @@ def main():
     # limits and their tables are kept, as by any invalidate: a setting changed, undo)
     firsts, longest = [], []
     for _ in range(args.first_plays):
-        enforcement.invalidate()
+        live.invalidate()
         firsts.append(_setup.play(scene, args.frames, longest))
     first = float(np.median(firsts))
-    computed = enforcement.compiled(obj).computed
+    computed = live.compiled(obj).computed
     # then every set-up in turn, round after round (the machine drifts; interleaving shares it)
     best = {}
     for _ in range(args.rounds):
@@ -105,13 +105,13 @@ def main():
             set_up(name)
             best[name] = min(best.get(name, np.inf), _setup.play(scene, args.frames))
     set_up("ours")
-    moved = enforcement.enforce_object(obj)
+    moved = live.enforce_object(obj)
     # the one-time costs inside the first play, measured apart (nothing kept from before)
-    enforcement.invalidate()
+    live.invalidate()
     t0 = time.perf_counter()
-    rig = enforcement.compiled(obj)
+    rig = live.compiled(obj)
     t1 = time.perf_counter()
-    enforcement._look_ahead(obj, rig, addon.rig.pose_io.PoseArrays(obj.pose.bones))
+    live.ahead.look_ahead(obj, rig, addon.rig.io.pose_io.PoseArrays(obj.pose.bones))
     t2 = time.perf_counter()
     set_up("bare")
 

@@ -60,7 +60,7 @@ def main():
     t = time.perf_counter()
     results = {r.name: addon.batch.clip_jobs.fit_samples(tuple(r)) for r in refs}
     print(f"{len(results)} clips read in {time.perf_counter() - t:.1f} s; symmetry {'off' if args.sides_apart else 'on'}")
-    uniform = addon.limits.quaternion.quaternion_random(args.random, 0)
+    uniform = addon.limits.geometry.quaternion.quaternion_random(args.random, 0)
     names = sorted(results)
     for spec in args.models:
         kind, settings = _setup.model_spec(spec)

@@ -30,7 +30,7 @@ import bpy  # noqa: E402
 
 def build(rename, arms_down=0.0, roll_seed=None, model="auto"):
     skeleton, rolls, _ = hv.humanoid_variant(addon.limits, rename, arms_down, roll_seed)
-    obj = addon.rig.humanoid.build_armature(skeleton, name=rename("hips").replace(":", "_"))
+    obj = addon.rig.io.humanoid.build_armature(skeleton, name=rename("hips").replace(":", "_"))
     for pb in obj.pose.bones:
         pb.joint_limit.model = model
     return obj, skeleton, rolls
@@ -39,9 +39,9 @@ def build(rename, arms_down=0.0, roll_seed=None, model="auto"):
 def poses(skeleton, preset, count, seed=1):
     """Basis rotations ``(count, n, 4)``: each joint at a preset rotation turned by up to 0.5 rad."""
     lib = addon.limits
-    q = lib.quaternion
+    q = lib.geometry.quaternion
     rng = np.random.default_rng(seed)
-    frames = lib.retarget.RigFrames(skeleton, lib.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
+    frames = lib.body.retarget.RigFrames(skeleton, lib.body.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
     out = np.tile([1.0, 0.0, 0.0, 0.0], (count, len(skeleton), 1))
     for name, match in frames.matches.items():
         if match.joint in preset.joints:
@@ -58,7 +58,7 @@ def main():
     parser.add_argument("--poses", type=int, default=2000, help="random physical poses for the agreement")
     parser.add_argument("--models", nargs="+", default=["auto", "kdop", "ellipsoid", "euler_box"], help="models compared")
     args = parser.parse_args()
-    presets = addon.rig.presets
+    presets = addon.rig.tasks.preset
     path = presets.PRESET_DIR / presets.PRESETS["human"]
     preset = presets.load_preset("human")
     print(
@@ -72,7 +72,7 @@ def main():
     result = presets.apply_preset(obj, preset)
     print(f"\nembedded humanoid, default model: {len(result.fitted)} bones fitted in {time.perf_counter() - t0:.1f} s")
     print(f"{'bone':<13} {'joint':<11} {'samples':>7}  {'model':<26} {'padding':>7} {'recall':>7} {'volume':>7}")
-    read_report = addon.rig.fit_report.read_report
+    read_report = addon.rig.tasks.fit_report.read_report
     for name, (joint, count, _) in result.fitted.items():
         report = read_report(obj.pose.bones[name].joint_limit)
         best = report["candidates"][report["chosen"]]

@@ -48,13 +48,14 @@ def build(args):
     scene = bpy.context.scene
     bpy.ops.pose.select_all(action="SELECT")
     clouds = {
-        pb.name: addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], 0.6) for b, pb in enumerate(obj.pose.bones)
+        pb.name: addon.limits.geometry.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], 0.6)
+        for b, pb in enumerate(obj.pose.bones)
     }
-    addon.rig.sampling.store_clouds(obj, clouds)
+    addon.rig.tasks.sample.store_clouds(obj, clouds)
     t0 = time.perf_counter()
     for pb in obj.pose.bones:
         pb.joint_limit.model = args.model
-        addon.rig.fitting.fit_pose_bone(obj, pb)
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
     fit_ms = (time.perf_counter() - t0) / len(obj.pose.bones) * 1e3
 
     rng = np.random.default_rng(1)
@@ -81,11 +82,11 @@ def play_held_floor(obj, chosen, scene, frames):
     muted, and a frame handler that only reads the targets' world matrices and writes the
     chain bones' correctives (angles precomputed), which makes Blender evaluate the rig again.
     No other bone is limited."""
-    corrective = addon.rig.corrective
+    corrective = addon.rig.live.corrective
     iks = [obj.pose.bones[lower].constraints["IK"] for _, lower in chosen]
     cons = [corrective.ensure(obj, obj.pose.bones[n]) for pair in chosen for n in pair]
     rng = np.random.default_rng(2)
-    rotations = addon.limits.quaternion.quaternion_from_exp_map(rng.normal(scale=0.2, size=(frames + 1, len(cons), 3)))
+    rotations = addon.limits.geometry.quaternion.quaternion_from_exp_map(rng.normal(scale=0.2, size=(frames + 1, len(cons), 3)))
     eulers = [[corrective.euler_of(d) for d in row] for row in rotations]
     targets = [con.target for con in iks]
 
@@ -114,7 +115,7 @@ def play_other_bones(obj, chosen, scene, frames):
     names = [n for pair in chosen for n in pair]
     for name in names:
         obj.pose.bones[name].joint_limit.enabled = False
-    addon.enforcement.reset()
+    addon.rig.live.reset()
     scene.joint_limits.enforce_live = True
     try:
         _setup.play(scene, frames)
@@ -138,7 +139,7 @@ def main():
     obj, chosen, fit_ms = build(args)
     scene = bpy.context.scene
 
-    enforcement = addon.enforcement
+    live = addon.rig.live
     alone, first, later = (
         "Blender's IK alone (enforcement off)",
         "limited IK, first play (solved as met)",
@@ -149,7 +150,7 @@ def main():
     times = {name: [] for name in (alone, first, later, floor_ik, floor_rest)}
     for _ in range(args.rounds):
         scene.joint_limits.enforce_live = False
-        enforcement.reset()
+        live.reset()
         _setup.play(scene, 2)
         times[alone].append(_setup.play(scene, args.frames))
         scene.joint_limits.enforce_live = True
@@ -160,7 +161,7 @@ def main():
         times[floor_rest].append(play_other_bones(obj, chosen, scene, args.frames))
     profiles = {}
     if args.profile:
-        enforcement.reset()
+        live.reset()
         scene.joint_limits.enforce_live = True
         for name in ("first play", "later play"):
             profiler = cProfile.Profile()

@@ -28,15 +28,15 @@ def main():
     parser.add_argument("--queries", type=int, default=100_000, help="ends per batch of relocation queries")
     args = parser.parse_args()
     bpy.ops.wm.read_homefile(use_empty=True)
-    skeleton = addon.limits.skeleton.humanoid_skeleton()
-    obj = addon.rig.humanoid.build_armature(skeleton, "Humanoid")
-    motion = np.concatenate([addon.limits.motion.range_of_motion(skeleton, args.frames, s) for s in range(args.takes)])
+    skeleton = addon.limits.body.skeleton.humanoid_skeleton()
+    obj = addon.rig.io.humanoid.build_armature(skeleton, "Humanoid")
+    motion = np.concatenate([addon.limits.body.motion.range_of_motion(skeleton, args.frames, s) for s in range(args.takes)])
     order = [skeleton.index(name) for name in obj.pose.bones.keys()]  # (key_rotations keys pose.bones order)
-    addon.rig.humanoid.key_rotations(obj, motion[:, order], "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion[:, order], "ROM")
     names = [n for middle in LIMBS for n in (obj.pose.bones[middle].parent.name, middle)]
     t0 = time.perf_counter()
-    clouds, _, _ = addon.rig.sampling.sample_rotations(obj, names, [obj.animation_data.action])
-    addon.rig.sampling.store_clouds(obj, clouds)
+    clouds, _, _ = addon.rig.tasks.sample.sample_rotations(obj, names, [obj.animation_data.action])
+    addon.rig.tasks.sample.store_clouds(obj, clouds)
     print(f"sampled {len(names)} bones x {len(motion)} frames in {time.perf_counter() - t0:.2f} s")
     rng = np.random.default_rng(0)
     print(
@@ -44,13 +44,13 @@ def main():
     )
     for middle in LIMBS:
         t0 = time.perf_counter()
-        model = addon.rig.limb.fit_limb(obj, middle)
+        model = addon.rig.tasks.limb.fit_limb(obj, middle)
         fit = time.perf_counter() - t0
         stored = len(obj.pose.bones[middle].joint_limit.limb_data)
         t0 = time.perf_counter()
         model.contains(np.zeros((1, 3)) + 0.1)  # builds the lookup
         lookup = time.perf_counter() - t0
-        _, _, ends = addon.rig.limb.limb_poses(obj, middle)
+        _, _, ends = addon.rig.tasks.limb.limb_poses(obj, middle)
         inside = ends[rng.integers(len(ends), size=args.queries // 2)]
         outside = rng.normal(size=(args.queries - len(inside), 3)) * np.abs(ends).max()
         batch = np.concatenate((inside, outside))

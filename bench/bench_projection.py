@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bpy  # noqa: E402, F401  (provides mathutils)
 from mathutils import Euler, Matrix, Quaternion, Vector  # noqa: E402
 
-from limits.euler_box import TWO_PI  # noqa: E402
-from limits.kdop import _GRAM, _LINE_DIR, _PLANES, NORMALS, cached_tables, kdop_offsets  # noqa: E402
+from limits.geometry.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random, quaternion_short_way  # noqa: E402
 from limits.model import model_class, model_kinds  # noqa: E402
-from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random, quaternion_short_way  # noqa: E402
+from limits.models.euler_box import TWO_PI  # noqa: E402
+from limits.models.kdop import _GRAM, _LINE_DIR, _PLANES, NORMALS, cached_tables, kdop_offsets  # noqa: E402
 
 CASES = [("euler_box", None)] + [
     (kind, mode) for kind in ("box", "oriented_box", "ellipsoid", "kdop") for mode in ("FULL", "SWING_TWIST")

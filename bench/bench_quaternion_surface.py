@@ -27,13 +27,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from limits.quaternion import (  # noqa: E402
-    exp_map_from_quaternion,
-    quaternion_angle,
-    quaternion_from_exp_map,
-    quaternion_random,
-)
-from limits.quaternion_surface import GRADIENT_STEPS, QuaternionSurfaceLimit  # noqa: E402
+from limits.geometry.quaternion import exp_map_from_quaternion, quaternion_angle, quaternion_from_exp_map, quaternion_random  # noqa: E402
+from limits.models.surface.quaternion_surface import GRADIENT_STEPS, QuaternionSurfaceLimit  # noqa: E402
 
 
 def track(samples, seed=0):
@@ -110,8 +105,8 @@ def real_clouds(path, joints):
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    rig = addon.rig.bvh.import_bvh_armature(bpy.context, path)
-    rotations = addon.rig.bvh.bvh_rotations(rig, rig)
+    rig = addon.rig.io.bvh.import_bvh_armature(bpy.context, path)
+    rotations = addon.rig.io.bvh.bvh_rotations(rig, rig)
     names = joints or [n for n in rotations if any(key in n.lower() for key in ("arm", "shoulder", "upleg", "thigh"))][:6]
     out = {}
     for name in names:

@@ -102,14 +102,14 @@ def main():
     scene = bpy.context.scene
     t0 = time.perf_counter()
     for b in range(args.distinct):
-        cloud = addon.limits.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], 0.4 + 0.5 * b / args.distinct)
+        cloud = addon.limits.geometry.quaternion.slerp(np.array([1.0, 0, 0, 0]), motion[:, b], 0.4 + 0.5 * b / args.distinct)
         pb = obj.pose.bones[b]
-        addon.rig.sampling.store_clouds(obj, {pb.name: cloud})
+        addon.rig.tasks.sample.store_clouds(obj, {pb.name: cloud})
         pb.joint_limit.model = args.model
-        addon.rig.fitting.fit_pose_bone(obj, pb)
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
     fit_seconds = (time.perf_counter() - t0) / args.distinct
     name = obj.name
-    storage = addon.rig.storage
+    storage = addon.rig.io.storage
     fitted = [storage.read_limit(obj.pose.bones[b]) for b in range(args.distinct)]
     for pb in obj.pose.bones:
         pb.joint_limit.model = args.model  # (no cloud on the other bones: nothing refits)
@@ -117,10 +117,10 @@ def main():
     def write_all():
         for b, pb in enumerate(bpy.data.objects[name].pose.bones):
             storage.write_limit(pb, fitted[b % args.distinct])  # as a fit writes it
-        addon.enforcement.reset()
+        addon.rig.live.reset()
 
     def fresh_session():
-        addon.enforcement.reset()  # as in a new Blender session: nothing parsed yet
+        addon.rig.live.reset()  # as in a new Blender session: nothing parsed yet
         storage.forget_parsed()
 
     write_all()

@@ -25,13 +25,13 @@ def main():
     best = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()
-        clouds, _, _ = addon.rig.sampling.sample_rotations(obj, names, [action])
+        clouds, _, _ = addon.rig.tasks.sample.sample_rotations(obj, names, [action])
         best = min(best, time.perf_counter() - t0)
     t0 = time.perf_counter()
-    addon.rig.sampling.store_clouds(obj, clouds)
+    addon.rig.tasks.sample.store_clouds(obj, clouds)
     store = time.perf_counter() - t0
     # a plain per-frame Python loop over fcurve.evaluate, for scale
-    curves = addon.rig.actions.bone_rotation_curves(obj, action)
+    curves = addon.rig.io.actions.bone_rotation_curves(obj, action)
     t0 = time.perf_counter()
     for f in range(1, args.frames + 1):
         for channels in curves.values():
@@ -39,7 +39,7 @@ def main():
                 fc.evaluate(f)
     loop = time.perf_counter() - t0
     t0 = time.perf_counter()
-    addon.rig.sampling.sample_rotations(obj, names, [action], evaluated=True, scene=bpy.context.scene)
+    addon.rig.tasks.sample.sample_rotations(obj, names, [action], evaluated=True, scene=bpy.context.scene)
     evaluated = time.perf_counter() - t0
     print(f"sampling {args.frames} frames x {args.bones} bones")
     print(f"  keyframe fast path:          {best * 1e3:8.1f} ms   (target <= 100 ms)")

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from limits.quaternion import (  # noqa: E402
+from limits.geometry.quaternion import (  # noqa: E402
     exp_map_from_quaternion,
     quaternion_angle,
     quaternion_from_exp_map,
@@ -39,7 +39,7 @@ from limits.quaternion import (  # noqa: E402
     quaternion_short_way,
     zyz_from_quaternion,
 )
-from limits.sdf_grid import SdfGridLimit  # noqa: E402
+from limits.models.sdf.grid import SdfGridLimit  # noqa: E402
 
 SEED_SECONDS_PER_JOINT = 8.3 / 30.0
 

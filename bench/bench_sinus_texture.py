@@ -19,9 +19,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from limits.quaternion import quaternion_multiply, quaternion_normalize, quaternion_random, quaternion_rotate  # noqa: E402
-from limits.sinus_texture import SinusTextureLimit  # noqa: E402
-from limits.swing_twist import rotation_from_direction_twist  # noqa: E402
+from limits.geometry.quaternion import quaternion_multiply, quaternion_normalize, quaternion_random, quaternion_rotate  # noqa: E402
+from limits.geometry.swing_twist import rotation_from_direction_twist  # noqa: E402
+from limits.models.sinus.texture import SinusTextureLimit  # noqa: E402
 
 
 def cone_cloud(n, rng):

@@ -27,19 +27,19 @@ import bpy  # noqa: E402
 
 JointLimit = addon.limits.joint.JointLimit
 pops = addon.limits.continuity.pops
-angle = addon.limits.quaternion.quaternion_angle
+angle = addon.limits.geometry.quaternion.quaternion_angle
 
 
 def clips_from(files, rig):
     """``[{joint: (F, 4)}]``, one per clip (each clip is its own motion: no step between clips)."""
     out = []
     for path in files:
-        src = addon.rig.bvh.import_bvh_armature(bpy.context, path)
+        src = addon.rig.io.bvh.import_bvh_armature(bpy.context, path)
         try:
-            out.append(addon.rig.bvh.bvh_rotations(src, rig))
+            out.append(addon.rig.io.bvh.bvh_rotations(src, rig))
         finally:
             if src != rig:
-                addon.rig.bvh.remove_armature(src)
+                addon.rig.io.bvh.remove_armature(src)
     return out
 
 
@@ -58,7 +58,7 @@ def main():
     args = p.parse_args()
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    rig = addon.rig.bvh.import_bvh_armature(bpy.context, args.train[0])
+    rig = addon.rig.io.bvh.import_bvh_armature(bpy.context, args.train[0])
     train, _ = clouds_from(args.train, rig)
     tests = clips_from(args.test, rig)
     joints = args.joints or default_joints(rig)

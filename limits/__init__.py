@@ -1,12 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Joint-limit maths in numpy only (no bpy, no mathutils): quaternions, rotation clouds,
-limit models. Importing this package imports every module in it, so every model registers
-itself in :mod:`.model`'s registry: a new model is one new file."""
+"""Joint-limit maths in numpy only (no bpy, no mathutils).
 
-import importlib
-import pkgutil
-
-from . import model  # noqa: F401  (registry first)
-
-for _info in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_info.name}")
+The interface at the top (``model``: the contract every limit model keeps; ``joint``: a model in
+a bone's frame; ``continuity``: motion limited continuously; ``serialize``; ``registry``: every
+model by kind; ``constants``, ``checks``, ``cloud``, ``softening``), then one sub-package per
+idea: ``geometry``, ``body``, ``models``, ``fitting``, ``ik``, ``export``, ``authoring``.
+"""

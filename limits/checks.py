@@ -5,7 +5,7 @@ sinus texture, quaternion surface). Quaternions are ``(w, x, y, z)`` like mathut
 import numpy as np
 
 from .constants import MIN_PADDING
-from .quaternion import as_quaternions, check_finite
+from .geometry.quaternion import as_quaternions, check_finite
 
 
 def check_cloud(rotations):

@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 
-from .quaternion import as_quaternions, check_finite, quaternion_angle, slerp
+from .geometry.quaternion import as_quaternions, check_finite, quaternion_angle, slerp
 
 #: Largest packed cell key; keys are int64 and neighbour offsets must not overflow.
 _KEY_LIMIT = 2**62

@@ -37,7 +37,7 @@ import bisect
 
 import numpy as np
 
-from .quaternion import quaternion_angle, quaternion_toward, slerp
+from .geometry.quaternion import quaternion_angle, quaternion_toward, slerp
 
 #: Frames projected at a time as a motion is advanced (:class:`Motion`).
 CHUNK_FRAMES = 32

@@ -10,8 +10,7 @@ import numpy as np
 
 from .constants import IDENTITY_QUATERNION
 from .continuity import Motion, MotionState
-from .model import LimitModel, model_class
-from .quaternion import (
+from .geometry.quaternion import (
     as_quaternions,
     check_finite,
     quaternion_angle,
@@ -22,6 +21,7 @@ from .quaternion import (
     quaternion_toward,
     quaternion_unroll,
 )
+from .registry import model_class, model_from_dict
 from .softening import soften
 
 FORMAT = "joint_limits"
@@ -84,7 +84,7 @@ class JointLimit:
         if np.sum(rel @ centre) < 0:
             centre = -centre
         limit = cls(model, ref, centre, soft_radius, soft_falloff)
-        limit.calibration = getattr(model, "calibration", None)
+        limit.calibration = model.calibration
         return limit
 
     # -- local-space operations -----------------------------------------------------------
@@ -222,7 +222,7 @@ class JointLimit:
             if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
                 raise ValueError(f"limit {name!r} must be a non-negative number, got {value!r}")
             soft.append(float(value))
-        model = LimitModel.from_dict(data.get("model"))
+        model = model_from_dict(data.get("model"))
         return cls(model, out[0], out[1], *soft)
 
     def __repr__(self):

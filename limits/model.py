@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The one interface every limit model implements, and the registry that names them.
+"""The one interface every limit model implements, and the capabilities a model may offer.
 
 A *limit model* describes which rotations a joint may take. It works on rotations already
 expressed relative to the joint's reference pose (see :mod:`.joint`), as unit quaternions
@@ -27,45 +27,44 @@ class with equal ``config`` can be :meth:`LimitModel.stack`-ed into one model wh
 a leading bone axis ``B``; its ``project(q)`` with ``q`` of shape ``(B, 4)`` applies bone ``b``'s
 limit to row ``b``. The live handler uses this to limit a whole rig with a few numpy calls.
 
-A new model is one new module in ``limits/``: subclass :class:`LimitModel` and decorate it
-with :func:`register_model` (``limits/__init__.py`` imports every module of the package).
-``FIT_OPTIONS`` names the keyword options its ``fit`` takes from a bone's settings, and
-``ui_order`` places it in the model menu.
+Capabilities: beyond the contract a model may offer a stress map, a signed distance, an image
+to paint, Kelly's arc search, a mesh to sculpt, metaballs to edit, a fit's calibration
+(:data:`CAPABILITIES`). A kind declares them in ``CAPABILITIES``; callers ask
+:meth:`LimitModel.offers` (a kind, e.g. from a bone's settings) or :meth:`LimitModel.can` (a
+model) and never compare kind names.
+
+A new model is one module or sub-package in ``limits/models/``: subclass :class:`LimitModel`,
+add the class to ``MODELS`` in :mod:`.models` (its place there is its place in the model menu),
+and the contract tests (``tests/limits/test_contract.py``) run on it. ``FIT_OPTIONS`` names the
+keyword options its ``fit`` takes from a bone's settings.
 """
 
+import abc
 import copy
 
 import numpy as np
 
 from . import continuity
 from .constants import IDENTITY_QUATERNION
-from .quaternion import as_quaternions, quaternion_angle, quaternion_normalize
+from .geometry.quaternion import as_quaternions, quaternion_angle, quaternion_normalize
 
-_REGISTRY = {}
-
-
-def register_model(cls):
-    """Class decorator: make ``cls`` available under ``cls.kind``."""
-    if not getattr(cls, "kind", None):
-        raise TypeError(f"{cls.__name__} needs a non-empty 'kind'")
-    if cls.kind in _REGISTRY and _REGISTRY[cls.kind] is not cls:
-        raise ValueError(f"limit model kind {cls.kind!r} is registered twice")
-    _REGISTRY[cls.kind] = cls
-    return cls
-
-
-def model_class(kind):
-    """The registered class for ``kind``; ``ValueError`` lists the known kinds otherwise."""
-    try:
-        return _REGISTRY[kind]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown limit model {kind!r}; known: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def model_kinds():
-    """``[(kind, label, description), ...]`` in ``ui_order``, for UI enums."""
-    ordered = sorted(_REGISTRY.values(), key=lambda cls: (cls.ui_order, cls.kind))
-    return [(cls.kind, cls.label, cls.description) for cls in ordered]
+# -- capabilities: what a model offers beyond the contract (:meth:`LimitModel.can`) --------------
+#: ``stress(q) (...,)``: how near its edge a rotation is, 0 (comfortable) to 1 (at or outside it)
+STRESS = "stress"
+#: ``signed_distance(q) (...,)``: radians from the boundary, negative inside
+SIGNED_DISTANCE = "signed_distance"
+#: an image over swing directions that artists paint with Blender's brushes and edit as an image:
+#: ``swing_image()`` ``(image, layout)`` and ``twist_range(q)`` ``(allowed, low, high)`` per swing
+TEXTURE = "texture"
+#: ``project_along(q, previous)``: where the arc from an allowed rotation leaves the limit (Kelly)
+ARC_SEARCH = "arc_search"
+#: a distance grid exported as a mesh to sculpt and rebuilt from it (:mod:`.models.sdf.sculpt`)
+SCULPT = "sculpt"
+#: primitives exported as metaballs to edit and rebuilt from them
+METABALLS = "metaballs"
+#: ``calibration``: the cross-validated choice of kind and padding its fit made (``auto``)
+CALIBRATION = "calibration"
+CAPABILITIES = (STRESS, SIGNED_DISTANCE, TEXTURE, ARC_SEARCH, SCULPT, METABALLS, CALIBRATION)
 
 
 def all_finite(values):
@@ -76,7 +75,7 @@ def all_finite(values):
     return bool(np.all(np.isfinite(values)))
 
 
-class LimitModel:
+class LimitModel(abc.ABC):
     """Base class. Subclasses define ``kind``, ``label``, ``description``, ``PARAM_SHAPES``,
     ``fit``, ``contains`` and ``project``; the rest is shared.
 
@@ -98,8 +97,11 @@ class LimitModel:
     DERIVED_PARAMS = ()
     #: Keyword options of :meth:`fit` that a bone's settings supply (others are not passed).
     FIT_OPTIONS = ("padding",)
-    #: Position in the model menu (lower first).
-    ui_order = 100
+    #: What this kind offers beyond the contract (the capabilities above); callers ask
+    #: :meth:`offers` / :meth:`can` instead of probing attributes or comparing kinds.
+    CAPABILITIES = frozenset()
+    #: the fit's :class:`.fitting.cross_validation.Calibration` when ``auto`` chose this model
+    calibration = None
 
     def __init__(self, params, config=None):
         self.params = {
@@ -117,16 +119,32 @@ class LimitModel:
         single = value.astype(np.float32)
         return value if np.array_equal(single, value) else single.astype(float)
 
+    # -- capabilities -----------------------------------------------------------------------
+    @classmethod
+    def offers(cls, capability):
+        """Whether models of this kind can offer ``capability`` (one of :data:`CAPABILITIES`)."""
+        if capability not in CAPABILITIES:
+            raise ValueError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+        return capability in cls.CAPABILITIES
+
+    def can(self, capability):
+        """Whether this model offers ``capability``: its kind's, narrowed by its settings (a
+        stacked grid cannot be sculpted) or widened by its fit (a calibration)."""
+        return self.offers(capability) or (capability == CALIBRATION and self.calibration is not None)
+
     # -- the interface -------------------------------------------------------------------
     @classmethod
-    def fit(cls, rotations, **options):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def fit(cls, rotations, **options):
+        """A model of this kind fitted to the rotation cloud ``rotations (N, 4)``."""
 
-    def contains(self, q):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def contains(self, q):
+        """``(...,)`` bool: whether each rotation ``q (..., 4)`` is allowed."""
 
-    def project(self, q):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def project(self, q):
+        """``(..., 4)``: the nearest allowed rotation to each of ``q`` (allowed ones unchanged)."""
 
     def violation(self, q):
         """Geodesic angle in radians from ``q`` to its projection (0 inside)."""
@@ -203,7 +221,9 @@ class LimitModel:
         if not isinstance(data, dict):
             raise ValueError(f"a limit model must be a mapping, got {type(data).__name__}")
         kind = data.get("kind")
-        target = model_class(kind) if cls is LimitModel else cls
+        if cls is LimitModel:
+            raise TypeError("LimitModel.from_dict needs a model class; use limits.registry.model_from_dict")
+        target = cls
         if kind != target.kind:
             raise ValueError(f"expected a {target.kind!r} limit, got {kind!r}")
         config = data.get("config", {})
@@ -236,6 +256,7 @@ class LimitModel:
 
     def validate(self):
         """Hook for subclasses: raise ``ValueError`` when params are inconsistent."""
+        return
 
     def region_count(self):
         """How many disconnected allowed regions the limit has (models that can tell; else

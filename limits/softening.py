@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from .quaternion import quaternion_angle, slerp
+from .geometry.quaternion import quaternion_angle, slerp
 
 
 def soften(original, projected, radius=0.1, falloff=1.0):

@@ -32,7 +32,7 @@ def clean_file(addon):
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    addon.enforcement.reset()
+    addon.rig.live.reset()
     yield bpy
     bpy.context.scene.joint_limits.enforce_live = False
 

@@ -61,8 +61,8 @@ def humanoid_variant(lib, rename=None, arms_down_deg=0.0, roll_seed=None):
     and the rotation ``G`` that lowered it, so that ``rest = G * rest_T * rho``. The same
     physical pose has armature-space orientations ``pose_T * rho`` on this rig
     (:func:`same_pose`)."""
-    q = lib.quaternion
-    base = lib.skeleton.humanoid_skeleton()
+    q = lib.geometry.quaternion
+    base = lib.body.skeleton.humanoid_skeleton()
     n = len(base)
     rng = np.random.default_rng(roll_seed)
     angles = rng.uniform(-np.pi, np.pi, n) if roll_seed is not None else np.zeros(n)
@@ -80,12 +80,12 @@ def humanoid_variant(lib, rename=None, arms_down_deg=0.0, roll_seed=None):
         tails[b] = pivot + q.quaternion_rotate(g, base.tails[b] - pivot)
     rest = q.quaternion_multiply(lowering, q.quaternion_multiply(base.rest_rotations, rolls))
     names = [rename(n) if rename else n for n in base.names]
-    return lib.skeleton.Skeleton(names, base.parents, heads, tails, rest), rolls, lowering
+    return lib.body.skeleton.Skeleton(names, base.parents, heads, tails, rest), rolls, lowering
 
 
 def same_pose(lib, t_skeleton, t_basis, variant, rolls):
     """Basis rotations ``(F, n, 4)`` that put ``variant`` (a :func:`humanoid_variant`) in the
     physical pose the T-pose humanoid ``t_skeleton`` has at ``t_basis (F, n, 4)``: each bone's
     armature orientation is the T-pose rig's times the bone's roll."""
-    pose = lib.skeleton.armature_rotations(t_skeleton, t_basis)
-    return lib.skeleton.local_from_armature_rotations(variant, lib.quaternion.quaternion_multiply(pose, rolls))
+    pose = lib.body.skeleton.armature_rotations(t_skeleton, t_basis)
+    return lib.body.skeleton.local_from_armature_rotations(variant, lib.geometry.quaternion.quaternion_multiply(pose, rolls))

@@ -40,7 +40,7 @@ def select_only(obj, names):
 
 def cone_motion(q_lib, frames=240, half_angle=0.6, twist=0.3, seed=0):
     """Smooth local rotations ``(frames, 4)`` sweeping a swing cone about the bone's +Y axis with a
-    twist range; uses the add-on's own quaternion helpers ``q_lib`` (``addon.limits.quaternion``)."""
+    twist range; uses the add-on's own quaternion helpers ``q_lib`` (``addon.limits.geometry.quaternion``)."""
     t = np.linspace(0.0, 1.0, frames)
     rng = np.random.default_rng(seed)
     phase = rng.uniform(0, 2 * np.pi)
@@ -82,12 +82,12 @@ def expect_error(operator, match, **kwargs):
 def fitted_rig(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", frames=240):
     """A chain rig whose bone 'lower' (rotation ``mode``) was sampled from a keyed cone motion
     and fitted with ``model``; returns ``(obj, pose_bone, action)``."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj = chain_rig()
     obj.pose.bones["lower"].rotation_mode = mode
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 2] = cone_motion(q_lib, frames)
-    action = addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    action = addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["lower"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     pb = obj.pose.bones["lower"]

@@ -12,7 +12,7 @@ OUTSIDE = np.array([math.cos(0.8), math.sin(0.8), 0.0, 0.0])  # 92 degrees about
 
 
 def test_pose_violations_of_the_channels_and_of_the_evaluated_pose(clean_file, addon):
-    api, q_lib = addon.api, addon.limits.quaternion
+    api, q_lib = addon.api, addon.limits.geometry.quaternion
     obj, pb, _ = fitted_rig(addon)
     obj.animation_data.action = None  # the pose is what is set below, not the keys
     set_local_rotation(pb, np.array([1.0, 0, 0, 0]), q_lib)

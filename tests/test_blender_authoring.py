@@ -58,7 +58,7 @@ def _pose_facing_the_viewer(addon, obj, pb):
 
     RegionView3D.update() crashes headless, so the view keeps the matrices of the startup file:
     the rig (scaled up) moves to the view's focus instead."""
-    storage = addon.rig.storage
+    storage = addon.rig.io.storage
     rv3d = _view3d()[0].spaces.active.region_3d
     obj.scale = (4.0, 4.0, 4.0)
     obj.location = rv3d.view_location - Vector((0.0, 0.0, 8.0))  # the bone head (z = 2) at the focus
@@ -66,13 +66,13 @@ def _pose_facing_the_viewer(addon, obj, pb):
     limit = storage.read_limit(pb)
     cloud = storage.read_cloud(pb)
     toward_viewer = np.array(rv3d.view_rotation @ Vector((0.0, 0.0, 1.0)))
-    _, _, frame = addon.rig.posing.sphere_geometry(obj, pb)
-    dirs, _ = addon.limits.swing_twist.direction_twist(limit.to_relative(cloud))
+    _, _, frame = addon.ui.viewport.posing.sphere_geometry(obj, pb)
+    dirs, _ = addon.limits.geometry.swing_twist.direction_twist(limit.to_relative(cloud))
     facing = (dirs @ frame.T) @ toward_viewer
     facing[~limit.contains(cloud)] = -2
     pose = cloud[int(np.argmax(facing))]
     assert facing.max() > 0.6 and limit.contains(pose)
-    d, _ = addon.limits.swing_twist.direction_twist(limit.to_relative(pose))
+    d, _ = addon.limits.geometry.swing_twist.direction_twist(limit.to_relative(pose))
     return pose, d
 
 
@@ -98,7 +98,7 @@ def _paint_forbidden(sphere, d, strokes=3, push=True):
 @pytest.mark.parametrize("leave", ["finish_operator", "mode_change"])
 def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, leave):
     obj, pb = textured
-    storage, paint, maps = addon.rig.storage, addon.rig.paint, addon.limits.sphere_maps
+    storage, paint, maps = addon.rig.io.storage, addon.ui.viewport.paint, addon.limits.geometry.sphere_maps
     pose, d = _pose_facing_the_viewer(addon, obj, pb)
     limit = storage.read_limit(pb)
 
@@ -142,18 +142,18 @@ def test_a_painted_forbidden_stroke_keeps_the_bone_out_live(textured, addon, lea
     bpy.context.scene.frame_set(1)
     moved = np.array(pb.rotation_quaternion)
     assert rebuilt.violation(moved) < 1e-4
-    d_moved, _ = addon.limits.swing_twist.direction_twist(rebuilt.to_relative(moved))
+    d_moved, _ = addon.limits.geometry.swing_twist.direction_twist(rebuilt.to_relative(moved))
     assert not newly_forbidden.ravel()[maps.direction_to_texel(d_moved, limit.model.config["layout"], (h, w))]
 
 
 def test_paint_brushes_touch_one_channel(textured, addon):
-    paint = addon.rig.paint
+    paint = addon.ui.viewport.paint
     assert set(paint.BRUSHES) == {"ALLOWED", "FORBIDDEN", "STRESS_UP", "STRESS_DOWN"}
     for kind, (colour, blend) in paint.BRUSHES.items():
         channel = paint.PAINT_MASK if kind in ("ALLOWED", "FORBIDDEN") else paint.PAINT_STRESS
         assert colour[channel] == 1.0 and sum(colour) == 1.0 and blend in ("ADD", "SUB")
     obj, pb = textured
-    model = addon.rig.storage.read_limit(pb).model
+    model = addon.rig.io.storage.read_limit(pb).model
     pixels = paint.paint_pixels(model)
     pixels[:4, :4, paint.PAINT_STRESS] = 0.25
     rebuilt = paint.model_from_paint(model, pixels)
@@ -165,11 +165,11 @@ def test_paint_brushes_touch_one_channel(textured, addon):
 
 def test_swing_sphere_and_twist_disk_operators(textured, addon):
     obj, pb = textured
-    ph, posing, overlay = addon.limits.pose_helper, addon.rig.posing, addon.rig.overlay
+    ph, posing, overlay = addon.limits.authoring.pose_helper, addon.ui.viewport.posing, addon.ui.viewport.overlay
     obj.animation_data.action = None
-    limit = addon.rig.storage.read_limit(pb)
-    local = addon.rig.pose_io.local_quaternion
-    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[5]
+    limit = addon.rig.io.storage.read_limit(pb)
+    local = addon.rig.io.pose_io.local_quaternion
+    pb.rotation_quaternion = addon.rig.io.storage.read_cloud(pb)[5]
     _, twist = ph.current_direction_twist(local(pb), limit.reference)
     bpy.ops.pose.joint_limits_clear_picks()
     targets = [np.array([0.2, 0.95, 0.1]), np.array([-0.3, 0.9, 0.2])]
@@ -193,7 +193,7 @@ def test_swing_sphere_and_twist_disk_operators(textured, addon):
     bpy.context.scene.frame_current = 10
     assert bpy.ops.pose.joint_limits_key_picks(step=0.05) == {"FINISHED"}
     assert overlay.picks() == []
-    curves = addon.rig.actions.bone_rotation_curves(obj, obj.animation_data.action)
+    curves = addon.rig.io.actions.bone_rotation_curves(obj, obj.animation_data.action)
     frames = {k.co[0] for channel in curves[pb.name].values() for fc in channel.values() for k in fc.keyframe_points}
     assert min(frames) == 10 and len(frames) > 3  # one key per frame along the arcs
     # the twist disk: set the twist, then record it as the maximum twist at this swing
@@ -210,7 +210,7 @@ def test_swing_sphere_and_twist_disk_operators(textured, addon):
     assert abs(abs(turn.dot(expected)) - 1.0) < 1e-6
     assert bpy.ops.pose.joint_limits_record_twist_limit(side="MAX") == {"FINISHED"}
     assert posing.twist_keys(pb).shape == (1, 5)
-    low, high = ph.twist_range_at(addon.rig.storage.read_limit(pb), d)
+    low, high = ph.twist_range_at(addon.rig.io.storage.read_limit(pb), d)
     assert abs(high - 0.2) < 0.05 and low < high
     # the overlay data of the bone reflects it
     data = overlay.overlay_data(obj, pb)
@@ -251,7 +251,7 @@ def test_ctrl_z_brings_back_the_limit_from_before_painting(textured, addon, appl
     the bone's limit (its stored text and what it contains) and the live enforcement return to
     what they were before the painting."""
     obj, pb = textured
-    storage, paint = addon.rig.storage, addon.rig.paint
+    storage, paint = addon.rig.io.storage, addon.ui.viewport.paint
     pose, d = _pose_facing_the_viewer(addon, obj, pb)
     obj.animation_data.action = None
     bpy.context.scene.joint_limits.enforce_live = True
@@ -330,8 +330,13 @@ def test_ctrl_z_reverts_swing_sphere_and_twist_disk_edits(textured, addon):
     the picks, the keys, the twist keys and the sinus texture's twist channels, and live
     enforcement uses the restored limit."""
     obj, pb = textured
-    ph, posing, overlay, storage = addon.limits.pose_helper, addon.rig.posing, addon.rig.overlay, addon.rig.storage
-    local = addon.rig.pose_io.local_quaternion
+    ph, posing, overlay, storage = (
+        addon.limits.authoring.pose_helper,
+        addon.ui.viewport.posing,
+        addon.ui.viewport.overlay,
+        addon.rig.io.storage,
+    )
+    local = addon.rig.io.pose_io.local_quaternion
     obj.animation_data.action = None
     pb.rotation_quaternion = storage.read_cloud(pb)[5]
     overlay.set_picks([])
@@ -341,7 +346,7 @@ def test_ctrl_z_reverts_swing_sphere_and_twist_disk_edits(textured, addon):
     def state():
         obj, pb = _rig()
         action = obj.animation_data.action if obj.animation_data else None
-        keys = 0 if action is None else sum(len(fc.keyframe_points) for fc in addon.rig.actions.action_fcurves(obj, action))
+        keys = 0 if action is None else sum(len(fc.keyframe_points) for fc in addon.rig.io.actions.action_fcurves(obj, action))
         return {
             "rotation": tuple(np.round(pb.rotation_quaternion, 6)),
             "picks": [tuple(np.round(p, 6)) for p in overlay.picks()],

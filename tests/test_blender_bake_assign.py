@@ -9,10 +9,10 @@ from rigs import chain_rig, fitted_rig
 
 
 def _impossible(addon, obj, frames=30):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 2] = q.quaternion_from_exp_map(np.outer(1.75 * np.sin(np.pi * np.linspace(0, 1, frames)), [1.0, 0, 0]))
-    return addon.rig.humanoid.key_rotations(obj, motion, "Impossible")
+    return addon.rig.io.humanoid.key_rotations(obj, motion, "Impossible")
 
 
 def test_assign_keeps_the_source_action_through_save_and_reopen(clean_file, addon, tmp_path):
@@ -62,7 +62,7 @@ def test_assign_keeps_an_ik_chain_live_when_it_moves_a_bone_the_bake_did_not_key
     ik.chain_count = 2
     copy = obj.pose.bones["upper"].constraints.new("COPY_SCALE")
     copy.target = target
-    rig_bake = addon.rig.bake
+    rig_bake = addon.rig.tasks.bake
     chain = {"tip", "lower"}
     assert {c.name for _, c in rig_bake.redundant_constraints(obj, chain | {"upper"})} == {ik.name, copy.name}
     assert [c.name for _, c in rig_bake.redundant_constraints(obj, chain)] == [ik.name]
@@ -80,7 +80,7 @@ def test_demo_file_keeps_its_training_action_and_fit_refits_from_it(clean_file, 
     assert addon.cli.main(["fit", "--save", str(blend)]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(blend))
     obj = bpy.data.objects["Humanoid"]
-    rows = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], np.arange(1, 121))
+    rows = addon.rig.tasks.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], np.arange(1, 121))
     assert sum(r["frames_out"] > 0 for r in rows) > 5, "refitted from the training action, not the impossible one"
 
 

@@ -39,7 +39,7 @@ def _channels():
 
 def write_clip(addon, path, seed, frames=12, amplitude=30.0, newline="\n"):
     """A generated clip: every rotation a sine of ``amplitude`` degrees with random phases."""
-    bf = addon.batch.bvh_file
+    bf = addon.rig.io.bvh_file
     rng = np.random.default_rng(seed)
     t = np.linspace(0, 1, frames)[:, None]
     width = sum(len(c) for c in _channels())
@@ -76,12 +76,12 @@ def _files(folder):
 
 def test_numpy_reader_gives_the_rotations_of_blenders_importer(clean_file, addon, tmp_path):
     path = write_clip(addon, tmp_path / "clip.bvh", seed=5, amplitude=170.0)
-    clip = addon.batch.bvh_file.read_bvh(path)
+    clip = addon.rig.io.bvh_file.read_bvh(path)
     mine = clip.local_rotations()
-    obj = addon.rig.bvh.import_bvh_armature(bpy.context, path)
+    obj = addon.rig.io.bvh.import_bvh_armature(bpy.context, path)
     action = obj.animation_data.action
-    frames = addon.rig.actions.action_frames(action)
-    theirs, keyed = addon.rig.actions.keyed_rotations(obj, action, clip.names, frames)
+    frames = addon.rig.io.actions.action_frames(action)
+    theirs, keyed = addon.rig.io.actions.keyed_rotations(obj, action, clip.names, frames)
     assert keyed.all() and theirs.shape == mine.shape == (12, len(NAMES), 4)
     gap = np.minimum(np.abs(theirs - mine).max(-1), np.abs(theirs + mine).max(-1))  # q and -q: one rotation
     assert gap.max() < 1e-5, gap.max(axis=0)
@@ -123,7 +123,7 @@ def test_clean_rewrites_only_the_limited_rotation_values(clean_file, addon, limi
     )
     before, after = (lib / "wide.bvh").read_bytes(), (tmp_path / "c" / "clips" / "wide.bvh").read_bytes()
     report = json.loads((tmp_path / "c" / "reports" / "wide.bvh.json").read_text())
-    clip = addon.batch.bvh_file.read_bvh(lib / "wide.bvh")
+    clip = addon.rig.io.bvh_file.read_bvh(lib / "wide.bvh")
     lines_before, lines_after = before.split(b"\n"), after.split(b"\n")
     assert len(lines_before) == len(lines_after) and after.count(b"\r\n") == before.count(b"\r\n"), "CRLF kept"
     first_motion = int(clip.motion_lines[0])
@@ -180,7 +180,7 @@ def _blend_take(addon, bvh, path):
     """``bvh`` imported by Blender's importer into an empty file saved at ``path``: a .blend
     clip (its action) with the bones of the generated clips."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    addon.rig.bvh.import_bvh_armature(bpy.context, bvh)
+    addon.rig.io.bvh.import_bvh_armature(bpy.context, bvh)
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.read_homefile(use_empty=True)
     return path

@@ -20,7 +20,7 @@ def _takes(addon, path, fps=24):
     actions: 'ROM' ('upper' sweeping a cone, 'lower' bending like a knee about its X axis) and
     'Wide' (wider, and 'lower' also swinging sideways)."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj = chain_rig(BONES, name="Actor")
     obj.pose.bones["lower"].rotation_mode = "XYZ"
     bpy.context.scene.render.fps = fps
@@ -30,7 +30,7 @@ def _takes(addon, path, fps=24):
         motion[:, 1] = cone_motion(q_lib, 120, half_angle=angle, twist=twist, seed=1)
         bend = np.stack((2 * angle * np.abs(np.sin(5 * t)), 0.3 * twist * np.sin(7 * t), side * np.sin(3 * t)), -1)
         motion[:, 2] = q_lib.quaternion_from_exp_map(bend)
-        addon.rig.humanoid.key_rotations(obj, motion, name, assign=name == "ROM")
+        addon.rig.io.humanoid.key_rotations(obj, motion, name, assign=name == "ROM")
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return path
@@ -41,7 +41,7 @@ def _keys(addon, path, action_name):
     bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
     obj = bpy.data.objects["Actor"]
     out = {}
-    for fc in addon.rig.actions.action_fcurves(obj, bpy.data.actions[action_name]):
+    for fc in addon.rig.io.actions.action_fcurves(obj, bpy.data.actions[action_name]):
         co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
         fc.keyframe_points.foreach_get("co", co)
         out[(fc.data_path, fc.array_index)] = co
@@ -92,7 +92,7 @@ def test_an_fbx_clip_is_read_through_blenders_importer(clean_file, addon, tmp_pa
     assert main(["batch", "fit", f"{takes}:ROM", "--output", str(tmp_path / "fit"), "--model", "ellipsoid"]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(takes), load_ui=False)
     obj = bpy.data.objects["Actor"]
-    addon.rig.actions.assign_action(obj, bpy.data.actions["Wide"])
+    addon.rig.io.actions.assign_action(obj, bpy.data.actions["Wide"])
     bpy.ops.export_scene.fbx(
         filepath=str(tmp_path / "wide.fbx"), bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False, add_leaf_bones=False
     )
@@ -126,10 +126,10 @@ def test_fit_onto_a_rig_matches_names_and_refits_in_its_bone_space(clean_file, a
     bpy.ops.wm.open_mainfile(filepath=str(rig), load_ui=False)
     target = bpy.data.objects["Target"]
     pb = target.pose.bones["mixamorig:Lower"]
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     assert limit is not None and pb.joint_limit.model == "ellipsoid"
     q = samples["bones"]["lower"]
-    rest_rig = addon.limits.quaternion.quaternion_from_matrix(np.array(pb.bone.matrix_local.to_3x3(), dtype=float))
+    rest_rig = addon.limits.geometry.quaternion.quaternion_from_matrix(np.array(pb.bone.matrix_local.to_3x3(), dtype=float))
     in_rig = addon.batch.onto_rig.rig_space_rotations(q, samples["rest"]["lower"], rest_rig)
     assert np.mean(limit.violation(in_rig) < 1e-4) > 0.99, "the samples, as the rig's bone sees them, are inside"
     assert np.mean(limit.violation(q) < 1e-4) < 0.5, "the clip's own rotations (another roll) mostly are not"

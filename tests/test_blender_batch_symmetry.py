@@ -27,7 +27,7 @@ def write_clip(addon, path, seed, frames=40):
         2 * np.pi * t * rng.uniform(0.5, 1.5, size=(1, 3)) + rng.uniform(0, 6, size=(1, 3))
     )
     ends = {j: np.array(v, dtype=float) for j, v in ENDS.items()}
-    text = addon.batch.bvh_file.bvh_text(NAMES, PARENTS, np.array(OFFSETS, dtype=float), CHANNELS, ends, 1 / 30, values)
+    text = addon.rig.io.bvh_file.bvh_text(NAMES, PARENTS, np.array(OFFSETS, dtype=float), CHANNELS, ends, 1 / 30, values)
     path.write_text(text)
     return path
 
@@ -37,13 +37,13 @@ def test_a_bone_learns_from_its_mirror_bone_unless_the_sides_are_fitted_apart(cl
     lib.mkdir()
     for k in range(3):
         write_clip(addon, lib / f"take{k}.bvh", seed=k)
-    clip = addon.batch.bvh_file.read_bvh(lib / "take0.bvh")
+    clip = addon.rig.io.bvh_file.read_bvh(lib / "take0.bvh")
     skeleton = clip.skeleton()
     left, right = NAMES.index("LeftArm"), NAMES.index("RightArm")
     rest = skeleton.rest_rotations
     q_left = clip.local_rotations()[:, left]
     # the left arm's samples seen in the mirror x = 0 (the file's axes), as the right arm's
-    seen = addon.limits.symmetry.mirrored_samples(q_left, rest[left], rest[right], np.array([1.0, 0.0, 0.0]))
+    seen = addon.limits.body.symmetry.mirrored_samples(q_left, rest[left], rest[right], np.array([1.0, 0.0, 0.0]))
 
     main = addon.cli.main
     fit = ["batch", "fit", str(lib), "--model", "ellipsoid"]

@@ -72,7 +72,7 @@ def write_bvh(path, frames=30, seed=0):
 
 def test_bvh_onto_its_own_skeleton_reproduces_the_rotations(clean_file, addon, tmp_path):
     path = write_bvh(tmp_path / "take.bvh")
-    target = addon.rig.bvh.import_bvh_armature(bpy.context, path)
+    target = addon.rig.io.bvh.import_bvh_armature(bpy.context, path)
     bpy.context.view_layer.objects.active = target
     bpy.ops.object.mode_set(mode="POSE")
     names = ["LeftArm", "LeftForeArm", "LeftUpLeg", "Spine"]
@@ -81,20 +81,20 @@ def test_bvh_onto_its_own_skeleton_reproduces_the_rotations(clean_file, addon, t
     assert bpy.ops.pose.joint_limits_import_bvh(filepath=str(path)) == {"FINISHED"}
     assert set(bpy.data.objects) == objects_before, "the temporary armature is removed"
     assert bpy.context.object == target and bpy.context.mode == "POSE"
-    q = addon.limits.quaternion
-    frames = addon.rig.actions.action_frames(target.animation_data.action)
-    own, keyed = addon.rig.actions.keyed_rotations(target, target.animation_data.action, names, frames)
+    q = addon.limits.geometry.quaternion
+    frames = addon.rig.io.actions.action_frames(target.animation_data.action)
+    own, keyed = addon.rig.io.actions.keyed_rotations(target, target.animation_data.action, names, frames)
     assert keyed.all()
     for i, name in enumerate(names):
-        cloud = addon.rig.storage.read_cloud(target.pose.bones[name])
+        cloud = addon.rig.io.storage.read_cloud(target.pose.bones[name])
         assert len(cloud) == len(frames) == 30
         assert q.quaternion_angle(cloud, own[:, i]).max() < 1e-4, name
 
 
 def test_bvh_onto_a_differently_named_rig(clean_file, addon, tmp_path):
     path = write_bvh(tmp_path / "take.bvh", seed=3)
-    skel = addon.limits.skeleton.humanoid_skeleton()
-    rig = addon.rig.humanoid.build_armature(skel, "Humanoid")
+    skel = addon.limits.body.skeleton.humanoid_skeleton()
+    rig = addon.rig.io.humanoid.build_armature(skel, "Humanoid")
     bpy.ops.pose.select_all(action="SELECT")
     assert bpy.ops.pose.joint_limits_import_bvh(filepath=str(path)) == {"FINISHED"}
     sampled = {pb.name for pb in rig.pose.bones if pb.joint_limit.cloud_count == 30}
@@ -103,8 +103,8 @@ def test_bvh_onto_a_differently_named_rig(clean_file, addon, tmp_path):
 
 
 def test_bad_bvh_file_is_refused_cleanly(clean_file, addon, tmp_path):
-    skel = addon.limits.skeleton.humanoid_skeleton()
-    rig = addon.rig.humanoid.build_armature(skel, "Humanoid")
+    skel = addon.limits.body.skeleton.humanoid_skeleton()
+    rig = addon.rig.io.humanoid.build_armature(skel, "Humanoid")
     bpy.ops.pose.select_all(action="SELECT")
     bad = tmp_path / "bad.bvh"
     bad.write_text("HIERARCHY\nROOT Hips\n{ broken")

@@ -52,8 +52,8 @@ BROKEN = [
 
 @pytest.mark.parametrize("mangle, message", [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])
 def test_malformed_bvh_is_refused_in_one_line_and_leaves_nothing(clean_file, addon, tmp_path, mangle, message):
-    skel = addon.limits.skeleton.humanoid_skeleton()
-    rig = addon.rig.humanoid.build_armature(skel, "Humanoid")
+    skel = addon.limits.body.skeleton.humanoid_skeleton()
+    rig = addon.rig.io.humanoid.build_armature(skel, "Humanoid")
     bpy.ops.pose.select_all(action="SELECT")
     path = write_bvh(tmp_path / "take.bvh")
     mangle(path)
@@ -69,11 +69,11 @@ def test_malformed_bvh_is_refused_in_one_line_and_leaves_nothing(clean_file, add
 
 
 def test_checked_file_still_imports_and_names_its_joints(clean_file, addon, tmp_path):
-    check = addon.rig.bvh.check_bvh(write_bvh(tmp_path / "take.bvh"))
+    check = addon.rig.io.bvh.check_bvh(write_bvh(tmp_path / "take.bvh"))
     assert check.frame_count == 30 and check.joints[0] == (
         "Hips",
         ["xposition", "yposition", "zposition", "zrotation", "xrotation", "yrotation"],
     )
     assert not check.bad_rotation_frames
     with pytest.raises(ValueError, match="cannot read no.bvh"):
-        addon.rig.bvh.check_bvh(tmp_path / "no.bvh")
+        addon.rig.io.bvh.check_bvh(tmp_path / "no.bvh")

@@ -7,16 +7,16 @@ from rigs import chain_rig, cone_motion
 
 
 def _rig_file(addon, tmp_path):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj = chain_rig(("root", "a", "b"))
     frames = 90
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 1] = cone_motion(q, frames, seed=3)
     motion[:, 2] = cone_motion(q, frames, seed=4)
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     bad = motion.copy()
     bad[:, 2] = q.quaternion_from_exp_map(np.outer(np.linspace(0, 1.8, frames), [1.0, 0, 0]))
-    addon.rig.humanoid.key_rotations(obj, bad, "Bad", assign=False)
+    addon.rig.io.humanoid.key_rotations(obj, bad, "Bad", assign=False)
     path = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return path
@@ -35,8 +35,8 @@ def test_fit_bake_report_headless(clean_file, addon, tmp_path, capsys):
     assert main(["bake", "--action", "Bad", "--save", str(tmp_path / "baked.blend")]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "baked.blend"))
     obj = bpy.data.objects["Rig"]
-    limit = addon.rig.storage.read_limit(obj.pose.bones["b"])
-    keyed, ok = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["Bad_limited"], ["b"], np.arange(1, 91))
+    limit = addon.rig.io.storage.read_limit(obj.pose.bones["b"])
+    keyed, ok = addon.rig.io.actions.keyed_rotations(obj, bpy.data.actions["Bad_limited"], ["b"], np.arange(1, 91))
     assert ok.all() and limit.violation(keyed[:, 0]).max() < 1e-4
     out = capsys.readouterr().out
     assert "fitted 2 bones" in out and "baked 90 frames" in out
@@ -60,7 +60,7 @@ def test_help_lists_commands_options_and_model_kinds_and_returns(clean_file, add
     main = addon.cli.main
     assert main(["--help"]) == 0  # printed, not SystemExit out of the command
     top = capsys.readouterr().out
-    for kind, _, _ in addon.limits.model.model_kinds():
+    for kind, _, _ in addon.limits.registry.model_kinds():
         assert kind in top
     assert "[FILE.blend]" in top and "demo needs none" in top
     for command in ("fit", "bake", "report", "demo"):

@@ -20,17 +20,17 @@ def _rig(addon):
     keyed with a path that runs around and through it."""
     lib = addon.limits
     obj = chain_rig(KINDS)
-    cloud = ring_motion(lib.quaternion.quaternion_from_exp_map)
-    paths = ring_paths(lib.quaternion.quaternion_from_exp_map, FRAMES)
+    cloud = ring_motion(lib.geometry.quaternion.quaternion_from_exp_map)
+    paths = ring_paths(lib.geometry.quaternion.quaternion_from_exp_map, FRAMES)
     # X and Z at 2 rad, Y rising: Blender's Euler decomposition switches triples on the way
     t = np.linspace(0.0, 1.0, FRAMES)
     euler = np.stack([np.full_like(t, 2.0), 0.2 + t, np.full_like(t, 2.0)], axis=-1)
-    paths["euler"] = lib.quaternion.quaternion_from_euler(euler, "XYZ")
+    paths["euler"] = lib.geometry.quaternion.quaternion_from_euler(euler, "XYZ")
     for pb in obj.pose.bones:
-        addon.rig.storage.store_limit(pb, lib.joint.JointLimit.fit(cloud, kind=pb.name, reference="REST"))
+        addon.rig.io.storage.store_limit(pb, lib.joint.JointLimit.fit(cloud, kind=pb.name, reference="REST"))
         assert pb.joint_limit.has_limit and pb.joint_limit.enabled
     motion = np.stack([paths[name] for name in PATHS], axis=1)
-    action = addon.rig.humanoid.key_rotations(obj, motion, "Around")
+    action = addon.rig.io.humanoid.key_rotations(obj, motion, "Around")
     return obj, action, motion
 
 
@@ -43,7 +43,7 @@ def _pose(obj):
 
 
 def _limits(addon, obj):
-    return [addon.rig.storage.read_limit(pb) for pb in obj.pose.bones]
+    return [addon.rig.io.storage.read_limit(pb) for pb in obj.pose.bones]
 
 
 def test_frame_by_frame_projection_pops_on_this_action(clean_file, addon):
@@ -56,8 +56,8 @@ def test_frame_by_frame_projection_pops_on_this_action(clean_file, addon):
 def test_bake_is_continuous_and_inside(clean_file, addon):
     obj, action, motion = _rig(addon)
     scene = bpy.context.scene
-    baked = addon.rig.bake.bake_action(obj, scene, action, np.arange(1, FRAMES + 1))
-    addon.rig.actions.assign_action(obj, baked)
+    baked = addon.rig.tasks.bake.bake_action(obj, scene, action, np.arange(1, FRAMES + 1))
+    addon.rig.io.actions.assign_action(obj, baked)
     poses = []
     for f in range(1, FRAMES + 1):
         scene.frame_set(f)
@@ -120,28 +120,28 @@ def test_dragging_continues_from_the_last_limited_pose(clean_file, addon):
 
 def test_pending_frames_are_limited_while_blender_is_idle(clean_file, addon):
     """Switching enforcement on limits the frame shown; a timer limits the rest of the action
-    in frame order while Blender waits (enforcement.work_ahead), so that a jump or a first play
+    in frame order while Blender waits (live.work_ahead), so that a jump or a first play
     finds every frame remembered: the same poses as playing, no frame limited when shown."""
     obj, _, _ = _rig(addon)
     scene = bpy.context.scene
-    enforcement = addon.enforcement
+    live = addon.rig.live
     scene.joint_limits.enforce_live = True
     scene.frame_set(1)
-    rig = enforcement.compiled(obj)
+    rig = live.compiled(obj)
     assert rig.ahead is not None and rig.ahead.done < FRAMES  # frames still to limit
-    assert bpy.app.timers.is_registered(enforcement.work_ahead)
+    assert bpy.app.timers.is_registered(live.work_ahead)
     steps = 0
-    while enforcement.work_ahead() is not None:  # (the PyPI module runs no timers: step it here)
+    while live.work_ahead() is not None:  # (the PyPI module runs no timers: step it here)
         steps += 1
         assert steps < 10_000
     assert rig.ahead.done == FRAMES
-    assert not any(v is enforcement._PENDING for v in rig.memo.values())
+    assert not any(v is live.ahead.PENDING for v in rig.memo.values())
     jumped = {}
     for f in (FRAMES, 1, FRAMES // 2):
         scene.frame_set(f)
         jumped[f] = _pose(obj)
     assert rig.ahead.done == FRAMES
-    enforcement.invalidate()  # as limited when played, frame after frame
+    live.invalidate()  # as limited when played, frame after frame
     for f in range(1, FRAMES + 1):
         scene.frame_set(f)
         if f in jumped:

@@ -33,11 +33,11 @@ def _copy_rotation_rig(addon):
     con.target = control
     con.owner_space, con.target_space = "LOCAL", "WORLD"
     control.keyframe_insert("rotation_quaternion", frame=1)
-    control.rotation_quaternion = addon.limits.quaternion.quaternion_from_exp_map(np.array([0.0, 0.0, 1.75]))
+    control.rotation_quaternion = addon.limits.geometry.quaternion.quaternion_from_exp_map(np.array([0.0, 0.0, 1.75]))
     control.keyframe_insert("rotation_quaternion", frame=10)
     control.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
     control.keyframe_insert("rotation_quaternion", frame=20)
-    return obj, pb, control, addon.rig.storage.read_limit(pb)
+    return obj, pb, control, addon.rig.io.storage.read_limit(pb)
 
 
 def _matrices(obj):
@@ -56,7 +56,7 @@ def test_copy_rotation_driven_bone_is_limited_after_frame_set(clean_file, addon)
         after = evaluated_local_rotation(obj, "lower")
         assert limit.violation(after) < HALF_DEGREE, frame
         # the nearest allowed rotation, not just anything inside
-        assert addon.limits.quaternion.quaternion_angle(after, limit.project(pre)) < HALF_DEGREE, frame
+        assert addon.limits.geometry.quaternion.quaternion_angle(after, limit.project(pre)) < HALF_DEGREE, frame
     # inside the limit the corrective is skipped (influence 0)
     assert pb.constraints[-1].name == "Joint Limit" and pb.constraints[-1].influence == 0.0
     # the animator's basis and control were never written
@@ -67,7 +67,7 @@ def test_copy_rotation_driven_bone_is_limited_after_frame_set(clean_file, addon)
 
 def test_moving_the_control_is_limited_without_lag(clean_file, addon):
     """Posing interactively: the update that moved the control already shows the limited pose."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, control, limit = _copy_rotation_rig(addon)
     control.animation_data_clear()
     bpy.context.scene.joint_limits.enforce_live = True
@@ -115,7 +115,7 @@ def test_a_chain_of_world_space_constraints_is_limited_level_by_level(clean_file
     control = _control("Control", IMPOSSIBLE)
     copy = pb.constraints.new("COPY_ROTATION")
     copy.target = control  # world space: its local result depends on the parent's pose
-    limits = {name: addon.rig.storage.read_limit(obj.pose.bones[name]) for name in ("upper", "lower")}
+    limits = {name: addon.rig.io.storage.read_limit(obj.pose.bones[name]) for name in ("upper", "lower")}
     bpy.context.scene.frame_set(1)
     assert all(limits[n].violation(evaluated_local_rotation(obj, n)) > 0.2 for n in limits)
     bpy.context.scene.joint_limits.enforce_live = True
@@ -136,7 +136,7 @@ def test_unconstrained_bones_keep_the_basis_path(clean_file, addon):
     pb.rotation_quaternion = IMPOSSIBLE
     bpy.context.scene.joint_limits.enforce_live = True
     bpy.context.scene.frame_set(1)
-    assert addon.rig.storage.read_limit(pb).violation(np.array(pb.rotation_quaternion)) < 1e-4
+    assert addon.rig.io.storage.read_limit(pb).violation(np.array(pb.rotation_quaternion)) < 1e-4
     assert len(pb.constraints) == 0
 
 

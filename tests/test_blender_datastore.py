@@ -80,14 +80,14 @@ def test_bone_duplicated_in_edit_mode_stops_sharing_on_write(clean_file, addon):
 
 def test_rename_keeps_data_and_deleting_the_rig_purges_the_store(clean_file, addon, tmp_path):
     obj, pb, _ = fitted_rig(addon)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     pb.name = "forearm"
     path = str(tmp_path / "store.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
     obj = bpy.data.objects["Rig"]
-    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(1))
-    reloaded = addon.rig.storage.read_limit(obj.pose.bones["forearm"])
+    probe = addon.limits.geometry.quaternion.quaternion_random(500, np.random.default_rng(1))
+    reloaded = addon.rig.io.storage.read_limit(obj.pose.bones["forearm"])
     np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
 
     bpy.data.objects.remove(obj)
@@ -122,7 +122,7 @@ def _join(active, other):
 
 
 def test_bones_joined_from_another_rig_keep_their_limits_through_save(clean_file, addon, tmp_path):
-    storage = addon.rig.storage
+    storage = addon.rig.io.storage
     a, _, _ = fitted_rig(addon)
     bpy.ops.object.mode_set(mode="OBJECT")
     b, pb, _ = fitted_rig(addon, model="ellipsoid")
@@ -131,7 +131,7 @@ def test_bones_joined_from_another_rig_keep_their_limits_through_save(clean_file
     _join(a, b)  # Ctrl+J: b's bones move into a (lower -> lower.001) and b is deleted
     joined = a.pose.bones["lower.001"].joint_limit
     assert joined.has_limit and joined.has_cloud
-    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(2))
+    probe = addon.limits.geometry.quaternion.quaternion_random(500, np.random.default_rng(2))
     np.testing.assert_array_equal(storage.read_limit(a.pose.bones["lower.001"]).contains(probe), limit.contains(probe))
 
     path = str(tmp_path / "joined.blend")
@@ -146,7 +146,7 @@ def test_bones_joined_from_another_rig_keep_their_limits_through_save(clean_file
 
 def test_an_orphaned_store_never_brings_back_what_was_cleared(clean_file, addon):
     obj, pb, _ = fitted_rig(addon)
-    one = addon.rig.storage.cloud_to_text(np.tile([1.0, 0, 0, 0], (5, 1)))
+    one = addon.rig.io.storage.cloud_to_text(np.tile([1.0, 0, 0, 0], (5, 1)))
     obj.pose.bones["upper"].joint_limit.cloud_data = one  # a key with a cloud and no limit
     bpy.ops.object.mode_set(mode="OBJECT")
     with bpy.context.temp_override(selected_objects=[obj], selected_editable_objects=[obj], active_object=obj, object=obj):
@@ -165,7 +165,7 @@ def test_files_with_settings_on_pose_bones_are_moved_to_the_bones(clean_file, ad
     object; opening such a file moves them, and the limit still works."""
     obj, pb, _ = fitted_rig(addon)
     pb.joint_limit.influence = 0.25
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     # write the file the way those builds did
     old = _registered_properties(pb.bone)["joint_limit"].to_dict()
     del _registered_properties(pb.bone)["joint_limit"]
@@ -185,21 +185,21 @@ def test_files_with_settings_on_pose_bones_are_moved_to_the_bones(clean_file, ad
     assert obj.data.joint_limits_data is not None and obj.data.joint_limits_data.users == 1
     assert "joint_limit" not in _registered_properties(pb)
     assert "joint_limits_data" not in (_registered_properties(obj) or {})
-    probe = addon.limits.quaternion.quaternion_random(500, np.random.default_rng(3))
-    np.testing.assert_array_equal(addon.rig.storage.read_limit(pb).contains(probe), limit.contains(probe))
+    probe = addon.limits.geometry.quaternion.quaternion_random(500, np.random.default_rng(3))
+    np.testing.assert_array_equal(addon.rig.io.storage.read_limit(pb).contains(probe), limit.contains(probe))
 
 
 def test_limits_read_or_written_in_the_session_are_parsed_once(clean_file, addon):
     """The store keeps text; what was written or read is remembered parsed, by the entry's token
     and text, so turning enforcement on again parses nothing. An entry changed behind the token's
     back is read anew, never served from memory."""
-    storage = addon.rig.storage
+    storage = addon.rig.io.storage
     obj, pb, _ = fitted_rig(addon)  # fitting wrote the limit: remembered
     first = storage.read_limit(pb)
     assert storage.read_limit(pb).model is first.model  # shared, not parsed again
     storage.read_limit(pb).soft_radius = np.asarray(0.5)  # each read is its own wrapper
     assert not np.any(storage.read_limit(pb).soft_radius)
-    other = addon.limits.joint.JointLimit.fit(addon.limits.quaternion.quaternion_random(50, 3), kind="box")
+    other = addon.limits.joint.JointLimit.fit(addon.limits.geometry.quaternion.quaternion_random(50, 3), kind="box")
     store = obj.data.joint_limits_data
     entry = pb.joint_limit.data_key + "/limit"
     store[entry] = addon.limits.serialize.limit_to_json(other)  # not through the settings: same token

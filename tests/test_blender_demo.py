@@ -68,19 +68,19 @@ def test_demo_fits_enforces_bakes_and_writes_its_outputs(clean_file, addon, tmp_
     obj = bpy.data.objects["Humanoid"]
     assert all(pb.joint_limit.limit_data for pb in obj.pose.bones)
     # each bone was keyed its own motion (the generator's bone order is not pose.bones')
-    skeleton = addon.limits.skeleton.humanoid_skeleton()
-    take = addon.limits.motion.range_of_motion(skeleton, frames=600)
-    q_lib = addon.limits.quaternion
+    skeleton = addon.limits.body.skeleton.humanoid_skeleton()
+    take = addon.limits.body.motion.range_of_motion(skeleton, frames=600)
+    q_lib = addon.limits.geometry.quaternion
     for name in ("upper_arm.L", "shoulder.R", "thigh.L", "head"):
-        keyed = addon.rig.storage.read_cloud(obj.pose.bones[name])
+        keyed = addon.rig.io.storage.read_cloud(obj.pose.bones[name])
         expected = take[:, skeleton.index(name)]
         assert (
             abs(np.max(q_lib.quaternion_angle(keyed, [1, 0, 0, 0])) - np.max(q_lib.quaternion_angle(expected, [1, 0, 0, 0])))
             < 1e-3
         ), name
     frames = np.arange(1, 121)
-    before = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], frames)
-    after = addon.rig.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible_limited"], frames)
+    before = addon.rig.tasks.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible"], frames)
+    after = addon.rig.tasks.report.violation_report(obj, bpy.context.scene, bpy.data.actions["Impossible_limited"], frames)
     assert sum(r["frames_out"] for r in before) > 1000
     assert max(r["worst_deg"] for r in before) > 90
     assert all(r["frames_out"] == 0 for r in after), after
@@ -92,7 +92,7 @@ def test_demo_fits_enforces_bakes_and_writes_its_outputs(clean_file, addon, tmp_
 
 def test_demo_without_matplotlib_says_why_it_draws_no_pictures(addon, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an import of a missing package raises
-    reason = addon.demo.pictures.missing_reason()
+    reason = addon.cli.demo.pictures.missing_reason()
     assert reason is not None and "matplotlib is not installed" in reason and "pip install matplotlib" in reason
     numbers = {
         "bones_fitted": 3,
@@ -105,5 +105,5 @@ def test_demo_without_matplotlib_says_why_it_draws_no_pictures(addon, monkeypatc
         "worst_after_bake_deg": 0.0,
         "seconds": 1.0,
     }
-    page = addon.demo.summary.summary_html(numbers, [], reason, "A_limited", "demo.blend")
+    page = addon.cli.demo.summary.summary_html(numbers, [], reason, "A_limited", "demo.blend")
     assert "matplotlib is not installed" in page and "<img" not in page

@@ -12,7 +12,7 @@ from rigs import expect_error, fitted_rig, select_only
 
 
 def _read(addon, path):
-    return addon.limits.engine_export.read_export(path.read_text(encoding="utf-8"))
+    return addon.limits.export.engine_export.read_export(path.read_text(encoding="utf-8"))
 
 
 def test_the_operator_writes_one_file_with_each_bones_approximation_and_fidelity(clean_file, addon, tmp_path, capfd):
@@ -38,7 +38,7 @@ def test_the_operator_writes_one_file_with_each_bones_approximation_and_fidelity
 
 def test_the_export_is_in_the_file_export_menu(addon):
     draw = bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
-    assert addon.operators.export_engine.menu_export in draw
+    assert addon.ui.operators.export_engine.menu_export in draw
 
 
 def test_usd_is_written_as_a_usda_layer(clean_file, addon, tmp_path):
@@ -78,13 +78,13 @@ def test_the_cli_exports_the_whole_rig_and_reports_bad_input_in_one_line(clean_f
 def _bullet_local(addon, parent, child, rest):
     """The child body's rotation relative to the parent's, against their rest relative rotation:
     the local rotation Bullet's Generic constraint limits (w, x, y, z)."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     current = np.array((parent.matrix_world.to_3x3().inverted() @ child.matrix_world.to_3x3()).to_quaternion())
     return q_lib.quaternion_multiply(q_lib.quaternion_conjugate(rest), current)
 
 
 def test_the_ragdoll_joint_limits_are_the_fitted_ones_and_hold_in_a_simulation(clean_file, addon):
-    el = addon.limits.engine_limits
+    el = addon.limits.export.engine_limits
     obj, pb, _ = fitted_rig(addon)
     obj.rotation_euler = (math.pi / 2, 0.0, 0.0)  # the chain lies along -Y: gravity swings 'lower' down
     bpy.context.view_layer.update()
@@ -103,8 +103,8 @@ def test_the_ragdoll_joint_limits_are_the_fitted_ones_and_hold_in_a_simulation(c
         lower.matrix_world.to_quaternion().rotation_difference((obj.matrix_world @ pb.bone.matrix_local).to_quaternion())
     ).angle < 1e-5
     # the constraint's limits are the fitted Euler box of the bone's samples
-    region = el.fit_euler(addon.rig.storage.read_cloud(pb), addon.rig.storage.read_limit(pb))
-    con_lower, con_upper = addon.rig.ragdoll.constraint_limits(joint)
+    region = el.fit_euler(addon.rig.io.storage.read_cloud(pb), addon.rig.io.storage.read_limit(pb))
+    con_lower, con_upper = addon.rig.tasks.ragdoll.constraint_limits(joint)
     np.testing.assert_allclose(con_lower, region.lower, atol=1e-6)
     np.testing.assert_allclose(con_upper, region.upper, atol=1e-6)
     assert joint.rigid_body_constraint.object1 == upper and joint.rigid_body_constraint.object2 == lower
@@ -188,7 +188,7 @@ def test_bullet_limits_the_angles_bullet_euler_from_quaternion_reads(clean_file,
     """Asymmetric limits, gravity pulling three ways: the box comes to rest on its limits as
     :func:`bullet_euler_from_quaternion` reads the joint rotation (R = Rz(-z) Ry(-y) Rx(-x)),
     which a plain Rx Ry Rz reading of the same rotation would put outside them."""
-    el = addon.limits.engine_limits
+    el = addon.limits.export.engine_limits
     limits = {"x": (-0.5, 0.1), "y": (-0.15, 0.05), "z": (-0.2, 0.35)}
     lower, upper = (np.array([limits[a][i] for a in "xyz"]) for i in (0, 1))
     a, b = _two_boxes_held_by_a_generic_constraint(limits)

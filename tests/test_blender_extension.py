@@ -57,8 +57,8 @@ def test_validate_build_and_install_the_zip(tmp_path):
     assert result["built"] == 0
     assert len(result["zips"]) == 1
     names = result["names"]
-    assert "blender_manifest.toml" in names and "limits/quaternion.py" in names and "LICENSE" in names
-    assert "presets/human_rom.json" in names, "the human preset ships in the zip"
+    assert "blender_manifest.toml" in names and "limits/geometry/quaternion.py" in names and "LICENSE" in names
+    assert "rig/tasks/preset_data/human_rom.json" in names, "the human preset ships in the zip"
     assert not any(n.endswith(".zip") for n in names)
     assert not any(
         n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n
@@ -79,7 +79,7 @@ def test_unregister_removes_every_handler_class_and_property(tmp_path):
                           for h in (getattr(bpy.app.handlers, name) if isinstance(getattr(bpy.app.handlers, name), list) else [])
                           if "joint_limits" in getattr(h, "__module__", ""))
         before = ours()
-        timer = mod.enforcement.work_ahead  # (registered while a look-ahead has frames pending)
+        timer = mod.live.work_ahead  # (registered while a look-ahead has frames pending)
         bpy.app.timers.register(timer, first_interval=60.0)
         addon_utils.disable(blender_session.MODULE, default_set=True)
         after = ours() + (["timer:work_ahead"] if bpy.app.timers.is_registered(timer) else [])
@@ -102,7 +102,7 @@ def test_every_operator_documents_itself_and_its_parameters(addon):
     import bpy
 
     missing = []
-    for cls in addon.operators.classes:
+    for cls in addon.ui.operators.classes:
         module, name = cls.bl_idname.split(".")
         rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
         missing += [cls.bl_idname] if not rna.description.strip() else []

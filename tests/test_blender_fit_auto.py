@@ -9,7 +9,7 @@ from rigs import chain_rig, cone_motion, select_only
 
 
 def _motion(addon, frames, seed, heading=0.0):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     turn = np.linspace(0.0, heading, frames)
     motion[:, 0] = q.quaternion_from_exp_map(np.outer(turn, [0.0, 0.0, 1.0]) + [0.0, 0.0, 0.02 * seed])
@@ -20,46 +20,46 @@ def _motion(addon, frames, seed, heading=0.0):
 
 def test_samples_remember_their_action_and_auto_is_cross_validated_by_action(clean_file, addon):
     obj = chain_rig()
-    walk = addon.rig.humanoid.key_rotations(obj, _motion(addon, 90, 1), "Walk")
-    run = addon.rig.humanoid.key_rotations(obj, _motion(addon, 60, 2), "Run")
+    walk = addon.rig.io.humanoid.key_rotations(obj, _motion(addon, 90, 1), "Walk")
+    run = addon.rig.io.humanoid.key_rotations(obj, _motion(addon, 60, 2), "Run")
     walk.use_fake_user = run.use_fake_user = True
     select_only(obj, ["upper", "lower"])
     assert bpy.ops.pose.joint_limits_sample(source="NAMED", action_names="Walk, Run") == {"FINISHED"}
     pb = obj.pose.bones["lower"]
-    q, runs = addon.rig.storage.read_cloud_clips(pb)
+    q, runs = addon.rig.io.storage.read_cloud_clips(pb)
     assert runs == [("Walk", 90), ("Run", 60)] and len(q) == 150
     assert pb.joint_limit.model == "auto", "auto is the default model"
     assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
-    report = addon.rig.fit_report.read_report(pb.joint_limit)
+    report = addon.rig.tasks.fit_report.read_report(pb.joint_limit)
     assert report["by_clip"] and report["folds"] == 2
-    assert len(report["candidates"]) == len(addon.limits.cross_validation.AUTO_CANDIDATES)
-    limit = addon.rig.storage.read_limit(pb)
+    assert len(report["candidates"]) == len(addon.limits.fitting.cross_validation.AUTO_CANDIDATES)
+    limit = addon.rig.io.storage.read_limit(pb)
     chosen = report["candidates"][report["chosen"]]
     assert limit.model.kind == chosen["kind"]
-    text = bpy.data.texts[addon.rig.fit_report.TEXT_NAME].as_string()
+    text = bpy.data.texts[addon.rig.tasks.fit_report.TEXT_NAME].as_string()
     assert "lower: 2 folds by clips" in text and "upper:" in text
     # the trade-off picture: a panel per bone (upper, lower), the chosen model ringed in white
-    image = bpy.data.images[addon.rig.fit_report.PICTURE_NAME]
-    height, width = addon.limits.tradeoff_picture.PANEL
+    image = bpy.data.images[addon.rig.tasks.fit_report.PICTURE_NAME]
+    height, width = addon.limits.fitting.tradeoff_picture.PANEL
     assert tuple(image.size) == (2 * width, height) and image.packed_file is not None
     pixels = np.empty(2 * width * height * 4, dtype=np.float32)
     image.pixels.foreach_get(pixels)
     lower = pixels.reshape(height, 2 * width, 4)[::-1, width:, :3]  # (top row first)
-    row, col = addon.limits.tradeoff_picture._to_pixel(chosen["volume"], chosen["recall"], height, width)
+    row, col = addon.limits.fitting.tradeoff_picture._to_pixel(chosen["volume"], chosen["recall"], height, width)
     np.testing.assert_allclose(lower[row - 4, col], 1.0, atol=0.01)  # the ring around the chosen dot
-    colour = addon.limits.tradeoff_picture.KIND_COLOURS[chosen["kind"]]
+    colour = addon.limits.fitting.tradeoff_picture.KIND_COLOURS[chosen["kind"]]
     np.testing.assert_allclose(lower[row, col], colour, atol=0.01)
     # appending keeps the earlier clips; the clip runs survive a mirror-free refit
     assert bpy.ops.pose.joint_limits_sample(source="NAMED", action_names="Walk", append=True) == {"FINISHED"}
-    assert addon.rig.storage.read_cloud_clips(pb)[1] == [("Walk", 90), ("Run", 60), ("Walk", 90)]
+    assert addon.rig.io.storage.read_cloud_clips(pb)[1] == [("Walk", 90), ("Run", 60), ("Walk", 90)]
 
 
 def test_a_turning_root_keeps_its_heading_when_baked(clean_file, addon):
     """Fitted on a straight walk, a root limit clamped a turning walk's heading; the root
     carries the heading, so its limit is fitted but off, and the bake keeps the turn."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj = chain_rig()
-    straight = addon.rig.humanoid.key_rotations(obj, _motion(addon, 60, 1), "Straight")
+    straight = addon.rig.io.humanoid.key_rotations(obj, _motion(addon, 60, 1), "Straight")
     straight.use_fake_user = True
     select_only(obj, ["root", "upper", "lower"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
@@ -67,8 +67,8 @@ def test_a_turning_root_keeps_its_heading_when_baked(clean_file, addon):
     root = obj.pose.bones["root"]
     assert root.joint_limit.has_limit and not root.joint_limit.enabled, "fitted, but not limited"
     assert obj.pose.bones["upper"].joint_limit.enabled
-    turning = addon.rig.humanoid.key_rotations(obj, _motion(addon, 60, 1, heading=np.radians(45.0)), "Turn")
-    baked = addon.rig.bake.bake_action(obj, bpy.context.scene, turning, list(range(1, 61)))
+    turning = addon.rig.io.humanoid.key_rotations(obj, _motion(addon, 60, 1, heading=np.radians(45.0)), "Turn")
+    baked = addon.rig.tasks.bake.bake_action(obj, bpy.context.scene, turning, list(range(1, 61)))
     obj.animation_data.action = baked
     if hasattr(obj.animation_data, "action_slot") and baked.slots:
         obj.animation_data.action_slot = baked.slots[0]

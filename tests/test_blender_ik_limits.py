@@ -51,7 +51,7 @@ def _sample_upper_too(obj):
 
 
 def _exported(addon, pb):
-    ik = addon.limits.ik_limits
+    ik = addon.limits.export.ik_limits
     mins = np.array([getattr(pb, f"ik_min_{a}") for a in "xyz"])
     maxs = np.array([getattr(pb, f"ik_max_{a}") for a in "xyz"])
     return ik.IkLimits(mins, maxs, [getattr(pb, f"lock_ik_{a}") for a in "xyz"])
@@ -61,8 +61,8 @@ def test_export_writes_the_fitted_ik_limits_and_reports_their_fidelity(clean_fil
     obj, pb, _ = fitted_rig(addon, "XYZ")
     capfd.readouterr()
     assert bpy.ops.pose.joint_limits_export_ik_limits() == {"FINISHED"}
-    cloud = addon.rig.storage.read_cloud(pb)
-    expected = addon.limits.ik_limits.IkLimits.fit(cloud, padding=pb.joint_limit.padding)
+    cloud = addon.rig.io.storage.read_cloud(pb)
+    expected = addon.limits.export.ik_limits.IkLimits.fit(cloud, padding=pb.joint_limit.padding)
     for i, axis in enumerate("xyz"):
         assert getattr(pb, f"use_ik_limit_{axis}") and not getattr(pb, f"lock_ik_{axis}")
         assert getattr(pb, f"ik_min_{axis}") == pytest.approx(expected.mins[i], abs=1e-6)
@@ -70,7 +70,7 @@ def test_export_writes_the_fitted_ik_limits_and_reports_their_fidelity(clean_fil
         assert getattr(pb, f"ik_min_{axis}") <= 0.0 <= getattr(pb, f"ik_max_{axis}")  # holds the rest pose
     # the cone motion swings ~34 degrees each way: the limits are that wide, not wider than a half turn
     assert 0.4 < pb.ik_max_x < 1.2 and -1.2 < pb.ik_min_z < -0.4
-    assert _exported(addon, pb).contains(cloud, addon.limits.ik_limits.SAMPLE_TOLERANCE).all()
+    assert _exported(addon, pb).contains(cloud, addon.limits.export.ik_limits.SAMPLE_TOLERANCE).all()
     out = capfd.readouterr().out
     assert "Joint Limits IK export: lower: X -" in out and "accepts 100.0% of 240 samples" in out
     text = bpy.data.texts["Joint Limits IK Export"].as_string()
@@ -82,7 +82,7 @@ def test_blender_ik_keeps_the_chain_inside_the_exported_limits(clean_file, addon
     a cone. Wherever the target goes, the solver's result for 'lower' is inside the limits as
     :class:`IkLimits` models them, and touches their boundary when the target is out of reach;
     without the limits the same targets take it far outside."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = fitted_rig(addon)
     _sample_upper_too(obj)
     assert bpy.ops.pose.joint_limits_export_ik_limits() == {"FINISHED"}
@@ -111,7 +111,7 @@ def test_blender_ik_clamps_the_swing_to_an_ellipse_like_the_model(clean_file, ad
     """Hand-set limits, a target straight between +X and +Z swing: Blender's result sits on the
     quarter ellipse (both angles about 0.7 of their bounds), where a per-axis box would have let
     both reach their bounds."""
-    ik = addon.limits.ik_limits
+    ik = addon.limits.export.ik_limits
     obj, pb, _ = fitted_rig(addon)
     pb.ik_min_x, pb.ik_max_x = -0.5, 0.5
     pb.ik_min_z, pb.ik_max_z = -0.5, 0.5

@@ -25,14 +25,14 @@ def _limb(addon, pole_angle=0.0, fit=True):
     """root -> upper -> lower -> hand, 1 m bones along +Z; an IK on 'lower' (chain of 2) aiming
     at the Empty 'Target' with the pole 'Pole'; 'upper' and 'lower' fitted on cone motions of
     about 0.6 rad (the elbow bent about X on top)."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj = chain_rig(("root", "upper", "lower", "hand"))
     frames = 240
     motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
     motion[:, 1] = cone_motion(q_lib, frames, half_angle=0.6, seed=1)
     bend = q_lib.quaternion_from_exp_map(np.outer(0.4 + 0.3 * np.sin(np.linspace(0, 9, frames)), [1.0, 0.0, 0.0]))
     motion[:, 2] = q_lib.quaternion_multiply(bend, cone_motion(q_lib, frames, half_angle=0.3, twist=0.2, seed=2))
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     if fit:
         select_only(obj, list(CHAIN))
         assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
@@ -53,12 +53,12 @@ def _limb(addon, pole_angle=0.0, fit=True):
 
 
 def _limits(addon, obj):
-    return [addon.rig.storage.read_limit(obj.pose.bones[n]) for n in CHAIN]
+    return [addon.rig.io.storage.read_limit(obj.pose.bones[n]) for n in CHAIN]
 
 
 def _chain(addon, obj):
     bones = obj.data.bones
-    return addon.limits.ik.Chain.from_matrices(
+    return addon.limits.ik.chain.Chain.from_matrices(
         np.array([bones[n].matrix_local for n in CHAIN]), [bones[n].length for n in CHAIN], np.array(bones["root"].matrix_local)
     )
 
@@ -66,11 +66,11 @@ def _chain(addon, obj):
 def _nearest_allowed_distance(addon, chain, limits, targets, counts=(2000, 200), seed=5):
     """Per target, the distance to the nearest tip among ``counts`` random rotations of each
     joint projected into its limit (all pairs): a brute-force search of the reachable set."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     rng = np.random.default_rng(seed)
     joints = [limit.project(q_lib.quaternion_random(count, rng)) for limit, count in zip(limits, counts)]
     pairs = np.stack(np.broadcast_arrays(joints[0][:, None], joints[1][None]), axis=-2).reshape(-1, 2, 4)
-    tips = addon.limits.ik.chain_positions(chain, pairs)[:, -1]
+    tips = addon.limits.ik.chain.chain_positions(chain, pairs)[:, -1]
     return np.array([np.min(np.linalg.norm(tips - t, axis=-1)) for t in targets])
 
 
@@ -90,11 +90,11 @@ def test_the_solver_poses_a_limb_as_blenders_ik_does(clean_file, addon, pole_ang
     for location in ((0.5, 0.3, 2.2), (-0.7, 0.4, 1.5), (0.2, -0.9, 2.4)):
         target.location = location
         bpy.context.view_layer.update()
-        ours = addon.limits.ik.solve_two_bone(
+        ours = addon.limits.ik.chain.solve_two_bone(
             _chain(addon, obj), np.array(location), np.array(pole.location), pole_angle, initial=start
         )
         theirs = np.array([evaluated_local_rotation(obj, n) for n in CHAIN])
-        angle = addon.limits.quaternion.quaternion_angle(ours.local_rotations, theirs)
+        angle = addon.limits.geometry.quaternion.quaternion_angle(ours.local_rotations, theirs)
         # pole angle 0: 0.012 degrees; others up to 0.4 (Blender's Jacobian solve settles the
         # root's twist a little differently)
         assert np.degrees(angle).max() < (0.02 if pole_angle == 0.0 else 0.5), (location, np.degrees(angle))
@@ -142,7 +142,7 @@ def _rigify_style_limb(addon):
     """A Rigify-style arm: ORG bones (the ones the animation is sampled from, fitted) copy the
     transforms of a mechanism chain (MCH) that an IK poses, aimed at a control bone 'hand_ik'
     with the pole 'elbow_pole' (both children of 'root')."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     data = bpy.data.armatures.new("Arm")
     obj = bpy.data.objects.new("Arm", data)
     bpy.context.scene.collection.objects.link(obj)
@@ -165,7 +165,7 @@ def _rigify_style_limb(addon):
     motion[:, names.index("ORG-upper")] = cone_motion(q_lib, frames, half_angle=0.6, seed=1)
     bend = q_lib.quaternion_from_exp_map(np.outer(0.4 + 0.3 * np.sin(np.linspace(0, 9, frames)), [1.0, 0.0, 0.0]))
     motion[:, names.index("ORG-lower")] = q_lib.quaternion_multiply(bend, cone_motion(q_lib, frames, 0.3, 0.2, seed=2))
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["ORG-upper", "ORG-lower"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     for name in ("ORG-upper", "ORG-lower"):
@@ -187,7 +187,7 @@ def _rigify_style_limb(addon):
 
 def test_a_rigify_style_limb_is_solved_within_the_limits_fitted_on_its_org_bones(clean_file, addon):
     obj = _rigify_style_limb(addon)
-    limits = [addon.rig.storage.read_limit(obj.pose.bones[n]) for n in ("ORG-upper", "ORG-lower")]
+    limits = [addon.rig.io.storage.read_limit(obj.pose.bones[n]) for n in ("ORG-upper", "ORG-lower")]
     control = obj.pose.bones["hand_ik"]
     moves = _targets(150, seed=3) - np.array([0.5, 0.3, 2.6])  # the control's head rests at (0.5, 0.3, 2.6)
 
@@ -210,14 +210,14 @@ def test_a_rigify_style_limb_is_solved_within_the_limits_fitted_on_its_org_bones
 
 
 def test_a_three_bone_chain_is_solved_within_its_limits(clean_file, addon):
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     names = ("root", "a", "b", "c")
     obj = chain_rig(names)
     frames = 240
     motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
     for i in (1, 2, 3):
         motion[:, i] = cone_motion(q_lib, frames, half_angle=0.5, seed=i)
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["a", "b", "c"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     for name in ("a", "b", "c"):
@@ -229,7 +229,7 @@ def test_a_three_bone_chain_is_solved_within_its_limits(clean_file, addon):
     target = _empty("Target", (0.5, 0.3, 3.2))
     con = obj.pose.bones["c"].constraints.new("IK")
     con.target, con.chain_count = target, 3
-    limits = [addon.rig.storage.read_limit(obj.pose.bones[n]) for n in ("a", "b", "c")]
+    limits = [addon.rig.io.storage.read_limit(obj.pose.bones[n]) for n in ("a", "b", "c")]
     bpy.context.scene.joint_limits.enforce_live = True
     worst = 0.0
     rng = np.random.default_rng(4)
@@ -259,7 +259,7 @@ def test_a_keyed_target_is_followed_within_the_limits_on_frame_change(clean_file
     for frame in (17, 3, 30, 1, 22):  # scrubbing gives what playing gave
         scene.frame_set(frame)
         for q, expected in zip([evaluated_local_rotation(obj, n) for n in CHAIN], played[frame]):
-            assert addon.limits.quaternion.quaternion_angle(q, expected) < math.radians(0.05), frame
+            assert addon.limits.geometry.quaternion.quaternion_angle(q, expected) < math.radians(0.05), frame
     # a save writes the plain rig (the IK unmuted, no correction), and enforcement goes on after it
     path = str(tmp_path / "held.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
@@ -297,7 +297,7 @@ def test_a_limb_range_fitted_on_org_bones_reaches_the_mechanism_chain(clean_file
     assert bpy.ops.pose.joint_limits_fit_limb() == {"FINISHED"}
     bpy.context.scene.joint_limits.enforce_live = True
     bpy.context.scene.frame_set(1)
-    (chain,) = addon.enforcement.compiled(obj).chains
+    (chain,) = addon.rig.live.compiled(obj).chains
     assert chain.names == ["MCH-upper", "MCH-lower"]
     assert chain.limb is not None
 
@@ -307,30 +307,30 @@ def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon
     time (rig/ik_lookahead.py): playing it solves no frame on its own, and every frame's pose is
     the solver's for that frame's evaluated inputs (where the limits let the target be reached;
     elsewhere as near), within the limits."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj, target, pole, con = _limb(addon)
     root = obj.pose.bones["root"]
-    addon.rig.sampling.store_clouds(obj, {"root": cone_motion(q_lib, 240, half_angle=0.3, seed=4)})
+    addon.rig.tasks.sample.store_clouds(obj, {"root": cone_motion(q_lib, 240, half_angle=0.3, seed=4)})
     root.joint_limit.model = "kdop"
-    addon.rig.fitting.fit_pose_bone(obj, root)
+    addon.rig.tasks.fit.fit_pose_bone(obj, root)
     root.joint_limit.enabled = True  # (a hierarchy's root is fitted off: it may carry the heading)
     frames = 30
     motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
     motion[:, 0] = cone_motion(q_lib, frames, half_angle=0.6, seed=5)  # often outside the root's limit
     motion[:, 2] = (math.cos(0.2), math.sin(0.2), 0.0, 0.0)
-    addon.rig.humanoid.key_rotations(obj, motion, "Keyed")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Keyed")
     # within the limited reach, then far out of it, then back
     for frame, location in zip((1, 10, 20, 30), ((0.0, -0.9, 2.7), (0.3, -0.6, 2.75), (1.5, 1.5, 0.5), (-0.2, -0.7, 2.8))):
         target.location = location
         target.keyframe_insert("location", frame=frame)
     solved = []
-    solution = addon.rig.limited_ik._solution
-    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    solution = addon.rig.live.limited_ik._solution
+    monkeypatch.setattr(addon.rig.live.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
     limits = _limits(addon, obj)
-    root_limit = addon.rig.storage.read_limit(root)
-    (chain,) = addon.enforcement.compiled(obj).chains
+    root_limit = addon.rig.io.storage.read_limit(root)
+    (chain,) = addon.rig.live.compiled(obj).chains
     played, moved_root, reached = {}, 0, 0
     for frame in range(1, frames + 1):
         scene.frame_set(frame)
@@ -342,7 +342,7 @@ def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon
         # the solver, on this frame's evaluated inputs (the limited root's pose, the target)
         to_chain = np.linalg.inv(np.array(root.matrix)) @ np.linalg.inv(np.array(obj.matrix_world))
         aim, swivel = (to_chain[:3, :3] @ np.array(o.matrix_world.translation) + to_chain[:3, 3] for o in (target, pole))
-        expected = addon.limits.ik.solve_two_bone(
+        expected = addon.limits.ik.chain.solve_two_bone(
             chain.chain, aim, swivel, con.pole_angle, limits, initial=motion[frame - 1, 1:3]
         )
         if expected.distance < 1e-6:  # reachable within the limits: that very pose
@@ -350,7 +350,7 @@ def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon
             assert np.degrees(angle).max() < 0.05, (frame, np.degrees(angle))
             reached += 1
         else:  # out of that reach: as near (frames between continue from a neighbour's solution)
-            tip = addon.limits.ik.chain_positions(chain.chain, np.array(played[frame]))[-1]
+            tip = addon.limits.ik.chain.chain_positions(chain.chain, np.array(played[frame]))[-1]
             assert np.linalg.norm(tip - aim) < expected.distance + 2e-3, frame
     assert moved_root > 5, "the root's keys leave its limit: the chain hangs from a limited pose"
     assert 5 < reached < frames - 5, reached
@@ -366,14 +366,14 @@ def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution
     Empties: the lower limb's key holds the upper's (its root's parent is the upper limb's
     solved end), so both are solved ahead and each frame's lower limb is the solver's answer
     from where the upper limb's solution left its parent."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     names = ("root", "upper", "lower", "hand", "finger")
     obj = chain_rig(names)
     for i, name in enumerate(names[1:]):
         pb = obj.pose.bones[name]
-        addon.rig.sampling.store_clouds(obj, {name: cone_motion(q_lib, 240, half_angle=0.5, seed=10 + i)})
+        addon.rig.tasks.sample.store_clouds(obj, {name: cone_motion(q_lib, 240, half_angle=0.5, seed=10 + i)})
         pb.joint_limit.model = "kdop"
-        addon.rig.fitting.fit_pose_bone(obj, pb)
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
         pb.joint_limit.enabled = True
     targets = []
     for owner in ("lower", "finger"):
@@ -393,12 +393,12 @@ def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution
         targets[1].location = location
         targets[1].keyframe_insert("location", frame=frame)
     solved = []
-    solution = addon.rig.limited_ik._solution
-    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    solution = addon.rig.live.limited_ik._solution
+    monkeypatch.setattr(addon.rig.live.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
     scene.frame_set(1)
-    upper_chain, lower_chain = addon.enforcement.compiled(obj).chains
+    upper_chain, lower_chain = addon.rig.live.compiled(obj).chains
     assert lower_chain.depends == [upper_chain]
-    limits = {n: addon.rig.storage.read_limit(obj.pose.bones[n]) for n in names[1:]}
+    limits = {n: addon.rig.io.storage.read_limit(obj.pose.bones[n]) for n in names[1:]}
     checked = 0
     for frame in range(1, 21):
         scene.frame_set(frame)
@@ -406,9 +406,9 @@ def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution
             assert limit.violation(evaluated_local_rotation(obj, name)) < HALF_DEGREE, (frame, name)
         to_chain = np.linalg.inv(np.array(obj.pose.bones["lower"].matrix))  # the hand's parent, as solved
         aim = to_chain[:3, :3] @ np.array(targets[1].matrix_world.translation) + to_chain[:3, 3]
-        expected = addon.limits.ik.solve_two_bone(lower_chain.chain, aim, None, 0.0, [limits["hand"], limits["finger"]])
+        expected = addon.limits.ik.chain.solve_two_bone(lower_chain.chain, aim, None, 0.0, [limits["hand"], limits["finger"]])
         played = np.array([evaluated_local_rotation(obj, n) for n in ("hand", "finger")])
-        tip = addon.limits.ik.chain_positions(lower_chain.chain, played)[-1]
+        tip = addon.limits.ik.chain.chain_positions(lower_chain.chain, played)[-1]
         assert np.linalg.norm(tip - aim) < expected.distance + 2e-3, frame
         if expected.distance < 1e-6:
             assert np.degrees(q_lib.quaternion_angle(played, expected.local_rotations)).max() < 0.05, frame
@@ -424,17 +424,17 @@ def test_a_keyed_target_of_a_limb_range_is_solved_ahead_relocated(clean_file, ad
     from test_blender_limb import _apply, _ik_limb, _limb_frame, _limb_state
 
     obj, target, _pole = _ik_limb(addon)
-    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    model = addon.rig.io.storage.read_limb(obj.pose.bones["lower"])
     to_limb = _limb_frame(obj)
-    _, _, ends = addon.rig.limb.limb_poses(obj, "lower")
+    _, _, ends = addon.rig.tasks.limb.limb_poses(obj, "lower")
     inside = ends[::10][model.contains(ends[::10] * 0.98) & model.contains(ends[::10] * 1.02)][0]
     inside = _apply(np.linalg.inv(to_limb), inside)  # a sampled end, well inside the range
     for frame, location in zip((1, 6, 10, 15), ((3.0, 2.0, 4.0), inside, inside, (-2.5, 1.0, 0.5))):
         target.location = location
         target.keyframe_insert("location", frame=frame)
     solved = []
-    solution = addon.rig.limited_ik._solution
-    monkeypatch.setattr(addon.rig.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
+    solution = addon.rig.live.limited_ik._solution
+    monkeypatch.setattr(addon.rig.live.limited_ik, "_solution", lambda *a, **k: solved.append(1) or solution(*a, **k))
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
     relocated = 0

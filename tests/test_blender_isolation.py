@@ -25,13 +25,13 @@ BROKEN = {
 
 def _rig(addon):
     """Chain root-a-b; a and b sampled from an action 'ROM' (kept assigned) and fitted."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj = chain_rig(("root", "a", "b"))
     motion = np.tile(np.array([1.0, 0, 0, 0]), (FRAMES, 3, 1))
     motion[:, 1] = cone_motion(q, FRAMES, seed=1)
     motion[:, 2] = cone_motion(q, FRAMES, seed=2)
     motion[FRAMES // 2 :, 1:] = OUTSIDE  # half the action leaves the limits
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["a", "b"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
@@ -47,14 +47,14 @@ def _store(obj, bone, value, field="limit"):
 @pytest.mark.parametrize("value", [BROKEN["empty"], BROKEN["not text"]], ids=["empty", "not text"])
 def test_live_enforcement_skips_only_the_bone_with_an_empty_entry(clean_file, addon, value):
     obj = _rig(addon)
-    limit_b = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    limit_b = addon.rig.io.storage.read_limit(obj.pose.bones["b"])
     obj.animation_data.action = None
     _store(obj, "a", value)
     obj.pose.bones["b"].rotation_quaternion = OUTSIDE
     bpy.context.scene.joint_limits.enforce_live = True
     bpy.context.scene.frame_set(1)
     assert limit_b.violation(evaluated_local_rotation(obj, "b")) < 1e-3
-    msgs = addon.enforcement.messages()
+    msgs = addon.rig.live.messages()
     assert any("'a'" in m and "unreadable" in m for m in msgs), msgs
     assert not [m for m in msgs if "enforcement failed" in m]
 
@@ -62,7 +62,7 @@ def test_live_enforcement_skips_only_the_bone_with_an_empty_entry(clean_file, ad
 @pytest.mark.parametrize("value", [BROKEN["not text"], BROKEN["deeply nested"]], ids=["not text", "deeply nested"])
 def test_report_and_bake_skip_only_the_broken_bone_and_name_it(clean_file, addon, capfd, value):
     obj = _rig(addon)
-    limit_b = addon.rig.storage.read_limit(obj.pose.bones["b"])
+    limit_b = addon.rig.io.storage.read_limit(obj.pose.bones["b"])
     _store(obj, "a", value)
     capfd.readouterr()
 
@@ -76,18 +76,20 @@ def test_report_and_bake_skip_only_the_broken_bone_and_name_it(clean_file, addon
     assert "skipped 1 bone: 'a'" in capfd.readouterr().out
     baked = bpy.data.actions["ROM_limited"]
     frames = np.arange(1, FRAMES + 1)
-    keyed, ok = addon.rig.actions.keyed_rotations(obj, baked, ["a", "b"], frames)
-    source, _ = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["ROM"], ["a"], frames)
+    keyed, ok = addon.rig.io.actions.keyed_rotations(obj, baked, ["a", "b"], frames)
+    source, _ = addon.rig.io.actions.keyed_rotations(obj, bpy.data.actions["ROM"], ["a"], frames)
     assert ok.all()
     assert limit_b.violation(keyed[:, 1]).max() < 1e-4, "the healthy bone is limited"
-    assert addon.limits.quaternion.quaternion_angle(keyed[:, 0], source[:, 0]).max() < 1e-4, "the broken one is baked as it was"
+    assert addon.limits.geometry.quaternion.quaternion_angle(keyed[:, 0], source[:, 0]).max() < 1e-4, (
+        "the broken one is baked as it was"
+    )
 
 
 def test_a_limit_that_projects_to_nan_is_never_baked_and_is_named(clean_file, addon, capfd):
     """A limit can read back valid and still give NaN (here a k-DOP whose planes sit at 1e300):
     bake keeps that bone's own rotations, report skips it, live enforcement writes no NaN."""
     obj = _rig(addon)
-    storage = addon.rig.storage
+    storage = addon.rig.io.storage
     data = storage.read_limit(obj.pose.bones["a"]).to_dict()
     data["model"]["params"]["position"] = data["model"]["params"]["position"] * 1e300
     storage.write_limit(obj.pose.bones["a"], addon.limits.joint.JointLimit.from_dict(data))
@@ -97,10 +99,10 @@ def test_a_limit_that_projects_to_nan_is_never_baked_and_is_named(clean_file, ad
     assert bpy.ops.pose.joint_limits_bake() == {"FINISHED"}
     assert "skipped 1 bone: 'a' (its limit gives NaN" in capfd.readouterr().out
     frames = np.arange(1, FRAMES + 1)
-    keyed, ok = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["ROM_limited"], ["a", "b"], frames)
-    source, _ = addon.rig.actions.keyed_rotations(obj, bpy.data.actions["ROM"], ["a"], frames)
+    keyed, ok = addon.rig.io.actions.keyed_rotations(obj, bpy.data.actions["ROM_limited"], ["a", "b"], frames)
+    source, _ = addon.rig.io.actions.keyed_rotations(obj, bpy.data.actions["ROM"], ["a"], frames)
     assert ok.all() and np.all(np.isfinite(keyed)), "no NaN key is written"
-    assert addon.limits.quaternion.quaternion_angle(keyed[:, 0], source[:, 0]).max() < 1e-4
+    assert addon.limits.geometry.quaternion.quaternion_angle(keyed[:, 0], source[:, 0]).max() < 1e-4
     assert limit_b.violation(keyed[:, 1]).max() < 1e-4
 
     assert bpy.ops.pose.joint_limits_report() == {"FINISHED"}

@@ -16,14 +16,14 @@ FRAMES, TRAIN_SEEDS, HELD_SEED = 2400, (0, 1, 2, 3), 99
 def _humanoid(addon):
     """The humanoid with a range-of-motion action of four generated takes (seeds 0-3) assigned
     and a held-back take (seed 99) beside it; Pose Mode with the arm's bones selected."""
-    skeleton = addon.limits.skeleton.humanoid_skeleton()
-    obj = addon.rig.humanoid.build_armature(skeleton, "Humanoid")
-    motion = addon.limits.motion
+    skeleton = addon.limits.body.skeleton.humanoid_skeleton()
+    obj = addon.rig.io.humanoid.build_armature(skeleton, "Humanoid")
+    motion = addon.limits.body.motion
     order = [skeleton.index(name) for name in obj.pose.bones.keys()]  # (key_rotations keys pose.bones order)
     train = np.concatenate([motion.range_of_motion(skeleton, FRAMES, seed) for seed in TRAIN_SEEDS])
-    addon.rig.humanoid.key_rotations(obj, train[:, order], "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, train[:, order], "ROM")
     held = motion.range_of_motion(skeleton, 600, HELD_SEED)
-    addon.rig.humanoid.key_rotations(obj, held[:, order], "Held", assign=False)
+    addon.rig.io.humanoid.key_rotations(obj, held[:, order], "Held", assign=False)
     select_only(obj, [MIDDLE, ROOT])
     return obj
 
@@ -60,16 +60,16 @@ def test_a_limb_range_fitted_from_samples_holds_held_back_motion(clean_file, add
     obj = _fitted_humanoid(addon)
     pb = obj.pose.bones[MIDDLE]
     assert pb.joint_limit.has_limb and not obj.pose.bones[ROOT].joint_limit.has_limb
-    model = addon.rig.limb.read_limb(pb)
+    model = addon.rig.io.storage.read_limb(pb)
     assert model.nbytes() < 5000
     # the sampled frames themselves, posed by Blender: all inside (the fit's guarantee)
     mid, end = _posed_limbs(obj, bpy.data.actions["ROM"], range(1, len(TRAIN_SEEDS) * FRAMES, 97))
-    swivel = addon.rig.limb.limb_swivels(model, mid, end)
+    swivel = addon.limits.ik.limb_rom.limb_swivels(model, mid, end)
     assert model.contains(end, swivel).all()
     # held-back motion (another take of the generator): measured 98 % of ends and 94 % of
     # ends with their swivel on this machine
     mid, end = _posed_limbs(obj, bpy.data.actions["Held"], range(1, 601, 3))
-    swivel = addon.rig.limb.limb_swivels(model, mid, end)
+    swivel = addon.limits.ik.limb_rom.limb_swivels(model, mid, end)
     assert model.contains(end).mean() >= 0.97
     assert model.contains(end, swivel).mean() >= 0.9
     # relocation is idempotent, and moves held-back ends that were inside nowhere
@@ -99,8 +99,8 @@ def test_a_limb_range_is_saved_reloaded_and_undone_exactly(clean_file, addon, tm
     obj = bpy.data.objects["Humanoid"]
     pb = obj.pose.bones[MIDDLE]
     assert pb.joint_limit.limb_data == text
-    model = addon.rig.limb.read_limb(pb)
-    again = addon.limits.limb_rom.limb_to_json(model)
+    model = addon.rig.io.storage.read_limb(pb)
+    again = addon.limits.ik.limb_rom.limb_to_json(model)
     assert again == text
     # a refit from other samples changes it; undo gives back exactly the saved one
     bpy.ops.ed.undo_push(message="loaded")
@@ -112,7 +112,7 @@ def test_a_limb_range_is_saved_reloaded_and_undone_exactly(clean_file, addon, tm
     pb = bpy.data.objects["Humanoid"].pose.bones[MIDDLE]
     assert pb.joint_limit.limb_data == text
     np.testing.assert_array_equal(
-        addon.rig.limb.read_limb(pb).relocate(np.full((1, 3), 2.0)), model.relocate(np.full((1, 3), 2.0))
+        addon.rig.io.storage.read_limb(pb).relocate(np.full((1, 3), 2.0)), model.relocate(np.full((1, 3), 2.0))
     )
 
 
@@ -137,20 +137,20 @@ def test_a_corrupt_stored_limb_range_is_refused_when_read(clean_file, addon):
     text = pb.joint_limit.limb_data
     pb.joint_limit.limb_data = text.replace('"threshold":', '"threshold":-')
     with pytest.raises(ValueError):
-        addon.rig.limb.read_limb(pb)
+        addon.rig.io.storage.read_limb(pb)
     pb.joint_limit.limb_data = "{not json"
     with pytest.raises(ValueError, match="invalid JSON"):
-        addon.rig.limb.read_limb(pb)
+        addon.rig.io.storage.read_limb(pb)
 
 
 def test_bad_limb_input_is_reported_and_nothing_is_lost(clean_file, addon):
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj = chain_rig(("root", "upper", "lower"))
     frames = 120
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 1] = cone_motion(q_lib, frames, seed=1)
     motion[:, 2] = cone_motion(q_lib, frames, seed=2)
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     # a bone without parent: the poll says why
     select_only(obj, ["root"])
     assert not bpy.ops.pose.joint_limits_fit_limb.poll()
@@ -183,7 +183,7 @@ def test_the_cli_fits_a_limb(clean_file, addon, tmp_path, capsys):
     assert "fitted the limb range upper_arm.L -> forearm.L" in capsys.readouterr().out
     bpy.ops.wm.open_mainfile(filepath=str(path))
     pb = bpy.data.objects["Humanoid"].pose.bones[MIDDLE]
-    assert pb.joint_limit.has_limb and addon.rig.limb.read_limb(pb) is not None
+    assert pb.joint_limit.has_limb and addon.rig.io.storage.read_limb(pb) is not None
     assert main(["fit", "--object", "Humanoid", "--limb", "hips"]) == 2
     assert "needs a parent" in capsys.readouterr().err
 
@@ -191,8 +191,8 @@ def test_the_cli_fits_a_limb(clean_file, addon, tmp_path, capsys):
 def test_the_workspace_overlay_data_puts_the_reach_at_the_limb_root(clean_file, addon):
     obj = _fitted_humanoid(addon)
     bpy.context.scene.frame_set(300)  # a posed shoulder: the sphere follows the limb root
-    model = addon.rig.limb.read_limb(obj.pose.bones[MIDDLE])
-    overlay = addon.rig.limb_overlay
+    model = addon.rig.io.storage.read_limb(obj.pose.bones[MIDDLE])
+    overlay = addon.ui.viewport.limb_overlay
     data = overlay.workspace_data(obj, MIDDLE)
     assert overlay.workspace_data(obj, ROOT) is None  # (no limb range on the upper arm)
     allowed, d = data["allowed"], data["directions"]
@@ -224,14 +224,14 @@ def _ik_limb(addon):
     upper arm sweeping a cone of 0.6 rad, the elbow bending 0.1-0.7 rad about X) and given a
     limb range on 'lower' (no per-joint limits); an IK on 'lower' (chain of 2) aiming at the
     Empty 'Target' with the pole 'Pole'."""
-    q_lib = addon.limits.quaternion
+    q_lib = addon.limits.geometry.quaternion
     obj = chain_rig(("root", "upper", "lower", "hand"))
     frames = 600
     motion = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (frames, 4, 1))
     motion[:, 1] = cone_motion(q_lib, frames, half_angle=0.6, twist=0.4, seed=1)
     bend = q_lib.quaternion_from_exp_map(np.outer(0.4 + 0.3 * np.sin(np.linspace(0, 23, frames)), [1.0, 0.0, 0.0]))
     motion[:, 2] = bend
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["lower", "upper"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     assert bpy.ops.pose.joint_limits_fit_limb() == {"FINISHED"}
@@ -269,7 +269,7 @@ def _limb_state(addon, obj, model):
     """``(end (3,), swivel)`` of the evaluated limb, in the model's frame and convention."""
     to_limb = _limb_frame(obj)
     mid, end = (_apply(to_limb, getattr(obj.pose.bones["lower"], at)) for at in ("head", "tail"))
-    return end, float(addon.rig.limb.limb_swivels(model, mid[None], end[None])[0])
+    return end, float(addon.limits.ik.limb_rom.limb_swivels(model, mid[None], end[None])[0])
 
 
 def _refresh():
@@ -284,7 +284,7 @@ def _matrices(obj):
 
 def test_live_ik_relocates_a_far_target_into_the_limb_range(clean_file, addon):
     obj, target, _pole = _ik_limb(addon)
-    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    model = addon.rig.io.storage.read_limb(obj.pose.bones["lower"])
     to_limb = _limb_frame(obj)
     far = np.array(target.location)
     assert not model.contains(_apply(to_limb, far)[None])[0]
@@ -308,17 +308,17 @@ def test_live_ik_relocates_a_far_target_into_the_limb_range(clean_file, addon):
 
 def test_live_ik_clamps_the_swivel_and_keeps_the_end(clean_file, addon):
     obj, target, pole = _ik_limb(addon)
-    model = addon.rig.limb.read_limb(obj.pose.bones["lower"])
+    model = addon.rig.io.storage.read_limb(obj.pose.bones["lower"])
     to_limb = _limb_frame(obj)
     from_limb = np.linalg.inv(to_limb)
     # a sampled end well inside with the narrowest swivel range, and poles all around the
     # shoulder->hand axis: some swivel the elbow out of range
-    _, _, ends = addon.rig.limb.limb_poses(obj, "lower")
+    _, _, ends = addon.rig.tasks.limb.limb_poses(obj, "lower")
     ends = ends[::10][model.contains(ends[::10] * 0.98) & model.contains(ends[::10] * 1.02)]
     low, high = model.swivel_range(ends)
     end = ends[np.argmin(high - low)]
     target.location = _apply(from_limb, end)
-    u, v = addon.limits.limb_geometry.swivel_frame(
+    u, v = addon.limits.ik.limb_geometry.swivel_frame(
         end / np.linalg.norm(end), model.params["pole_reference"], model.params["rest_direction"]
     )
     clamped = 0
@@ -349,7 +349,7 @@ def test_live_ik_with_a_limb_range_is_the_same_after_save_reload_and_undo(clean_
     path = str(tmp_path / "ik_limb.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.open_mainfile(filepath=path)
-    addon.enforcement.reset()
+    addon.rig.live.reset()
     bpy.context.scene.joint_limits.enforce_live = True
     obj = bpy.data.objects["Rig"]
     _refresh()

@@ -15,21 +15,21 @@ FRAMES = 60
 def _rig(addon, model="kdop", sparse=False):
     """Four bones in four rotation modes, limits fitted on a cone motion, then keyed with the
     motion swung 1.6x wider (so it leaves the limits on most frames)."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     names = ("root", "a", "b", "c")
     obj = chain_rig(names)
     for pb, mode in zip(obj.pose.bones, MODES, strict=True):
         pb.rotation_mode = mode
     fit = np.stack([cone_motion(q, 240, seed=s) for s in range(4)], axis=1)
-    addon.rig.sampling.store_clouds(obj, {pb.name: fit[:, i] for i, pb in enumerate(obj.pose.bones)})
+    addon.rig.tasks.sample.store_clouds(obj, {pb.name: fit[:, i] for i, pb in enumerate(obj.pose.bones)})
     for pb in obj.pose.bones:
         pb.joint_limit.model = model
-        addon.rig.fitting.fit_pose_bone(obj, pb)
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
     obj.pose.bones["root"].joint_limit.enabled = True  # (a root's limit is off by default: limited here on purpose)
     wide = q.quaternion_from_exp_map(1.6 * q.exp_map_from_quaternion(fit[::4][:FRAMES]))
     if sparse:  # a key every 5 frames, Bezier: the look-ahead evaluates the curves
-        action = addon.rig.humanoid.key_rotations(obj, wide[::5], "Wide", assign=False)
-        for fc in addon.rig.actions.action_fcurves(obj, action):
+        action = addon.rig.io.humanoid.key_rotations(obj, wide[::5], "Wide", assign=False)
+        for fc in addon.rig.io.actions.action_fcurves(obj, action):
             co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
             fc.keyframe_points.foreach_get("co", co)
             co[0::2] = 1 + 5 * (co[0::2] - 1)
@@ -37,9 +37,9 @@ def _rig(addon, model="kdop", sparse=False):
             for k in fc.keyframe_points:
                 k.interpolation = "BEZIER"
             fc.update()
-        addon.rig.actions.assign_action(obj, action)
+        addon.rig.io.actions.assign_action(obj, action)
     else:
-        addon.rig.humanoid.key_rotations(obj, wide, "Wide")
+        addon.rig.io.humanoid.key_rotations(obj, wide, "Wide")
     select_only(obj, list(names))
     return obj
 
@@ -49,15 +49,15 @@ def _play(addon, obj, look_ahead=True):
     were limited one by one."""
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
-    addon.enforcement.invalidate()
-    rig = addon.enforcement.compiled(obj)
+    addon.rig.live.invalidate()
+    rig = addon.rig.live.compiled(obj)
     if not look_ahead:
-        rig.looked_ahead = addon.rig.lookahead.action_identity(obj)
+        rig.looked_ahead = addon.rig.live.lookahead.action_identity(obj)
     out = []
     for f in range(1, FRAMES + 1):
         scene.frame_set(f)
-        out.append(addon.rig.pose_io.PoseArrays(obj.pose.bones).key())
-    assert addon.enforcement.compiled(obj) is rig
+        out.append(addon.rig.io.pose_io.PoseArrays(obj.pose.bones).key())
+    assert addon.rig.live.compiled(obj) is rig
     scene.joint_limits.enforce_live = False
     return out, rig
 
@@ -73,7 +73,7 @@ def test_first_play_only_looks_up_and_writes_what_frame_by_frame_writes(clean_fi
     differ = [f for f in range(FRAMES) if ahead[f] != by_frame[f]]
     assert len(differ) <= 1, differ  # bit for bit (one float32 ulp may tip a frame)
     # and the play really limited: the keyed poses differ from what was written
-    unlimited = addon.rig.lookahead.action_poses(obj, addon.rig.pose_io.PoseArrays(obj.pose.bones), FRAMES)[1]
+    unlimited = addon.rig.live.lookahead.action_poses(obj, addon.rig.io.pose_io.PoseArrays(obj.pose.bones), FRAMES)[1]
     keyed = len(unlimited.quaternion)  # the action's frames (56 for keys every 5 frames)
     assert sum(unlimited.key(f) != ahead[f] for f in range(keyed)) > keyed // 2
 
@@ -90,24 +90,24 @@ def test_influence_and_softening_match_frame_by_frame(clean_file, addon):
 
 
 def test_an_edited_key_is_limited_as_it_comes(clean_file, addon):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj = _rig(addon)
     bpy.context.scene.joint_limits.enforce_live = True
-    rig = addon.enforcement.compiled(obj)
+    rig = addon.rig.live.compiled(obj)
     bpy.context.scene.frame_set(1)
     assert rig.computed == 0
     # change one key after the look-ahead: that frame's pose is new and limited on the spot
     action = obj.animation_data.action
     fc = next(
         fc
-        for fc in addon.rig.actions.action_fcurves(obj, action)
+        for fc in addon.rig.io.actions.action_fcurves(obj, action)
         if fc.data_path.endswith('["root"].rotation_quaternion') and fc.array_index == 1
     )
     fc.keyframe_points[9].co[1] = 0.99
     fc.update()
     bpy.context.scene.frame_set(10)
-    assert addon.enforcement.compiled(obj) is rig and rig.computed == 1
-    limit = addon.rig.storage.read_limit(obj.pose.bones["root"])
+    assert addon.rig.live.compiled(obj) is rig and rig.computed == 1
+    limit = addon.rig.io.storage.read_limit(obj.pose.bones["root"])
     assert limit.violation(np.array(obj.pose.bones["root"].rotation_quaternion)) < 1e-4
     assert (
         q.quaternion_angle(np.array(obj.pose.bones["root"].rotation_quaternion), q.quaternion_normalize([0.14, 0.99, 0.0, 0.0]))
@@ -120,15 +120,15 @@ def test_toggling_enforcement_keeps_compiled_limits_and_a_refit_still_counts(cle
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
     scene.frame_set(2)
-    rig = addon.enforcement.compiled(obj)
+    rig = addon.rig.live.compiled(obj)
     scene.joint_limits.enforce_live = False
     scene.joint_limits.enforce_live = True
-    assert addon.enforcement.compiled(obj) is rig  # a big rig's compile is not paid again
+    assert addon.rig.live.compiled(obj) is rig  # a big rig's compile is not paid again
     scene.joint_limits.enforce_live = False
     obj.pose.bones["a"].joint_limit.model = "ellipsoid"  # refits while enforcement is off
     scene.joint_limits.enforce_live = True
     scene.frame_set(3)
-    rig = addon.enforcement.compiled(obj)
+    rig = addon.rig.live.compiled(obj)
     assert any(g.limit.model.kind == "ellipsoid" for g in rig.groups)
 
 
@@ -137,15 +137,15 @@ def test_a_slider_change_reuses_parsed_and_stacked_limits_and_a_refit_does_not(c
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
     scene.frame_set(2)
-    stacked = [g.limit for g in addon.enforcement.compiled(obj).groups]
+    stacked = [g.limit for g in addon.rig.live.compiled(obj).groups]
     obj.pose.bones["a"].joint_limit.influence = 0.4  # recompiles (like every step of a slider drag)
     scene.frame_set(3)
-    rig = addon.enforcement.compiled(obj)
+    rig = addon.rig.live.compiled(obj)
     assert [g.limit for g in rig.groups] == stacked  # the same objects: nothing parsed or stacked again
     np.testing.assert_allclose(rig.groups[0].influence, [1.0, 0.4, 1.0, 1.0], atol=1e-6)
     obj.pose.bones["a"].joint_limit.padding = 0.2  # refits: a new limit for that bone
     scene.frame_set(4)
-    rig = addon.enforcement.compiled(obj)
+    rig = addon.rig.live.compiled(obj)
     assert all(g.limit is not s for g, s in zip(rig.groups, stacked, strict=False))
-    limit = addon.rig.storage.read_limit(obj.pose.bones["b"])
-    assert limit.violation(addon.rig.pose_io.local_quaternion(obj.pose.bones["b"])) < 1e-4
+    limit = addon.rig.io.storage.read_limit(obj.pose.bones["b"])
+    assert limit.violation(addon.rig.io.pose_io.local_quaternion(obj.pose.bones["b"])) < 1e-4

@@ -16,12 +16,12 @@ def _export(addon, obj, pb):
 
 def _points(addon, limit, local):
     """Quaternion vector parts ``p`` of local rotations in the limit's chart."""
-    return addon.limits.quaternion_surface._to_points(limit.to_relative(local), limit.model.params["pole"])
+    return addon.limits.models.surface.quaternion_surface._to_points(limit.to_relative(local), limit.model.params["pole"])
 
 
 def test_round_trip_and_editing_elements_changes_the_limit(clean_file, addon):
     obj, pb, _ = fitted_rig(addon, model=KIND, frames=120)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     params = limit.model.params
     mb_obj = _export(addon, obj, pb)
     assert mb_obj.type == "META" and mb_obj.name in bpy.data.collections["Joint Limits Display"].objects
@@ -30,15 +30,15 @@ def test_round_trip_and_editing_elements_changes_the_limit(clean_file, addon):
     assert [el.use_negative for el in elements] == [bool(s < 0) for s in params["signs"]]
     assert mb_obj.scale[0] == pytest.approx(2.0 * bpy.context.scene.joint_limits.display_scale)
     # the documented mapping inverts exactly (up to float32)
-    centres, e, k, signs = addon.rig.metaball.read_elements(mb_obj)
+    centres, e, k, signs = addon.rig.tasks.metaball.read_elements(mb_obj)
     np.testing.assert_allclose(centres, params["centres"], atol=1e-6)
     np.testing.assert_allclose(e, params["radii"], atol=1e-5)
     np.testing.assert_allclose(2.0 / k + e, 2.0 / params["stickiness"] + params["radii"], atol=1e-5)
 
-    cloud = addon.rig.storage.read_cloud(pb)
-    probe = addon.limits.quaternion.quaternion_random(1000, 3)
+    cloud = addon.rig.io.storage.read_cloud(pb)
+    probe = addon.limits.geometry.quaternion.quaternion_random(1000, 3)
     assert bpy.ops.pose.joint_limits_metaball_rebuild() == {"FINISHED"}
-    rebuilt = addon.rig.storage.read_limit(pb)
+    rebuilt = addon.rig.io.storage.read_limit(pb)
     assert rebuilt.model.kind == KIND and pb.joint_limit.model == KIND
     assert rebuilt.contains(cloud).mean() > 0.99
     assert np.mean(rebuilt.contains(probe) == limit.contains(probe)) > 0.99
@@ -55,7 +55,7 @@ def test_round_trip_and_editing_elements_changes_the_limit(clean_file, addon):
     el.stiffness = 2.0
     el.use_negative = True
     assert bpy.ops.pose.joint_limits_metaball_rebuild() == {"FINISHED"}
-    carved = addon.rig.storage.read_limit(pb)
+    carved = addon.rig.io.storage.read_limit(pb)
     assert not carved.contains(cloud[near]) and carved.contains(cloud[far])
     assert carved.model.params["signs"][-1] == -1.0
 
@@ -66,7 +66,7 @@ def test_round_trip_and_editing_elements_changes_the_limit(clean_file, addon):
             el.co = (mass + 0.3 * (np.array(el.co) - mass)).tolist()
             el.radius = 0.5 * el.radius
     assert bpy.ops.pose.joint_limits_metaball_rebuild() == {"FINISHED"}
-    shrunk = addon.rig.storage.read_limit(pb)
+    shrunk = addon.rig.io.storage.read_limit(pb)
     assert shrunk.contains(cloud[near]) and not shrunk.contains(cloud[far])
     assert shrunk.contains(probe).sum() < limit.contains(probe).sum()
 
@@ -75,14 +75,14 @@ def test_object_transform_counts_and_empty_regions_are_refused(clean_file, addon
     obj, pb, _ = fitted_rig(addon, model="kdop", frames=120)
     assert not bpy.ops.pose.joint_limits_metaball_rebuild.poll()
     mb_obj = _export(addon, obj, pb)  # fitted from the samples: the kdop limit is untouched
-    assert addon.rig.storage.read_limit(pb).model.kind == "kdop"
+    assert addon.rig.io.storage.read_limit(pb).model.kind == "kdop"
     assert bpy.ops.pose.joint_limits_metaball_rebuild.poll()
-    cloud = addon.rig.storage.read_cloud(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     bpy.ops.object.mode_set(mode="OBJECT")
     mb_obj.scale = mb_obj.scale * 0.3
     bpy.context.view_layer.objects.active = mb_obj
     assert bpy.ops.pose.joint_limits_metaball_rebuild() == {"FINISHED"}
-    small = addon.rig.storage.read_limit(pb)
+    small = addon.rig.io.storage.read_limit(pb)
     assert pb.joint_limit.model == KIND
     assert small.contains(cloud).mean() < 0.9, "scaling the object shrinks the limit"
     before = pb.joint_limit.limit_data

@@ -28,13 +28,13 @@ GPU_SCRIPT = textwrap.dedent(
     addon = blender_session.load_extension(ROOT)
     import numpy as np
 
-    addon.rig.gpu.start_background_gpu()
+    addon.ui.viewport.gpu.start_background_gpu()
     print("GPU_READY", flush=True)
     import bpy
     from rigs import fitted_rig
 
-    ph = addon.limits.pose_helper
-    overlay = addon.rig.overlay
+    ph = addon.limits.authoring.pose_helper
+    overlay = addon.ui.viewport.overlay
     N = 96
     SCALE = 1.25  # the unit sphere fills 80 % of the image
     # orthographic camera on +Z looking down -Z: pixel (i, j) sees world (x, y)
@@ -94,7 +94,7 @@ GPU_SCRIPT = textwrap.dedent(
     #    swing frame's +Z
     obj, pb, _ = fitted_rig(addon, model="sinus_texture")
     obj.animation_data.action = None
-    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[10]
+    pb.rotation_quaternion = addon.rig.io.storage.read_cloud(pb)[10]
     bpy.context.view_layer.update()
     data = overlay.overlay_data(obj, pb, radius=1.0)
     m = data["matrix"]
@@ -103,8 +103,8 @@ GPU_SCRIPT = textwrap.dedent(
     out["texture"] = check_regions(data, view)
 
     # 2. a box limit (no mask of its own): sampled onto the sphere
-    q_lib = addon.limits.quaternion
-    cloud = addon.rig.storage.read_cloud(pb)
+    q_lib = addon.limits.geometry.quaternion
+    cloud = addon.rig.io.storage.read_cloud(pb)
     box = addon.limits.joint.JointLimit.fit(cloud, kind="box", reference="REST")
     image, layout = ph.sample_limit(box, size=48)
     box_data = dict(data, matrix=np.eye(4), image=image, layout=layout, key=None, boundary=ph.boundary_loop(image, layout))
@@ -172,7 +172,7 @@ def test_swing_sphere_colours_allowed_and_forbidden_swings(gpu_results, case):
 
 
 def test_swing_sphere_marks_current_swing_picks_and_boundary(gpu_results):
-    from limits import pose_helper as ph
+    from limits.authoring import pose_helper as ph
 
     assert gpu_results["marker"][:3] == pytest.approx(ph.COLOUR_CURRENT[:3], abs=0.01)
     assert gpu_results["pick"][:3] == pytest.approx(ph.COLOUR_OPPOSITE[:3], abs=0.01)
@@ -193,7 +193,7 @@ def test_twist_disk_shows_range_zero_and_current(gpu_results):
 def test_unregister_removes_every_draw_handler(addon):
     import bpy
 
-    overlay = addon.rig.overlay
+    overlay = addon.ui.viewport.overlay
     handlers = overlay.draw_handlers()
     assert len(handlers) == 1
     assert hasattr(bpy.types.WindowManager, "joint_limits_swing_sphere")
@@ -203,7 +203,7 @@ def test_unregister_removes_every_draw_handler(addon):
         assert not hasattr(bpy.types.WindowManager, "joint_limits_swing_sphere")
         with pytest.raises(ValueError):  # already removed from Blender's list
             bpy.types.SpaceView3D.draw_handler_remove(handlers[0], "WINDOW")
-        assert not addon.rig.app_handlers.ours(bpy.app.handlers.depsgraph_update_post, addon.rig.paint.__name__)
+        assert not addon.rig.io.app_handlers.ours(bpy.app.handlers.depsgraph_update_post, addon.ui.viewport.paint.__name__)
     finally:
         addon.register()
     assert len(overlay.draw_handlers()) == 1

@@ -17,7 +17,7 @@ def _rig(addon, rename, arms_down=0.0, roll_seed=None, model=MODEL):
     """A humanoid built by :func:`humanoid_variants.humanoid_variant`, every bone set to
     ``model``; returns ``(object, skeleton, rolls)``."""
     skeleton, rolls, _ = hv.humanoid_variant(addon.limits, rename, arms_down, roll_seed)
-    obj = addon.rig.humanoid.build_armature(skeleton, name=rename("hips").replace(":", "_"))
+    obj = addon.rig.io.humanoid.build_armature(skeleton, name=rename("hips").replace(":", "_"))
     for pb in obj.pose.bones:
         pb.joint_limit.model = model
     return obj, skeleton, rolls
@@ -32,10 +32,10 @@ def _preset_like_poses(addon, rig, skeleton, count, seed):
     """Basis rotations ``(count, n, 4)`` of ``rig``: every matched joint at a random rotation of
     the preset turned by up to 0.5 rad more, so that many leave the limits and many do not."""
     lib = addon.limits
-    q = lib.quaternion
+    q = lib.geometry.quaternion
     rng = np.random.default_rng(seed)
-    frames = lib.retarget.RigFrames(skeleton, lib.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
-    preset = addon.rig.presets.load_preset("human")
+    frames = lib.body.retarget.RigFrames(skeleton, lib.body.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
+    preset = addon.rig.tasks.preset.load_preset("human")
     basis = np.tile([1.0, 0.0, 0.0, 0.0], (count, len(skeleton), 1))
     for name, match in frames.matches.items():
         if match.joint in preset.joints:
@@ -75,7 +75,7 @@ def test_preset_means_the_same_on_t_and_a_pose_rigs_with_other_rolls_and_names(c
     # the physical correspondence, checked through Blender's own pose matrices
     poses = _preset_like_poses(addon, t_obj, t_skeleton, 300, seed=1)
     same = hv.same_pose(addon.limits, t_skeleton, poses, a_skeleton, rolls)
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     for k in range(2):
         for b, name in enumerate(t_skeleton.names):
             t_obj.pose.bones[name].rotation_quaternion = poses[k, b].tolist()
@@ -100,12 +100,12 @@ def test_preset_means_the_same_on_t_and_a_pose_rigs_with_other_rolls_and_names(c
 def test_add_my_data_keeps_both_sample_sets_and_undo_and_save(clean_file, addon, tmp_path):
     obj, skeleton, _ = _rig(addon, hv.rigify_name)
     name = obj.name
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     frames = 60
     motion = np.tile([1.0, 0, 0, 0], (frames, len(skeleton), 1))
     elbow = [pb.name for pb in obj.pose.bones].index("DEF-forearm.L")  # key_rotations keys pose.bones order
     motion[:, elbow] = cone_motion(q, frames, half_angle=0.5, seed=5)  # bends the elbow sideways and back: beyond the preset
-    addon.rig.humanoid.key_rotations(obj, motion, "Mine")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Mine")
     pb = obj.pose.bones["DEF-forearm.L"]
     select_only(obj, ["DEF-forearm.L"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
@@ -114,8 +114,8 @@ def test_add_my_data_keeps_both_sample_sets_and_undo_and_save(clean_file, addon,
 
     assert _apply(obj, data="ADD", selected_only=True) == {"FINISHED"}
     pb = obj.pose.bones["DEF-forearm.L"]
-    cloud, runs = addon.rig.storage.read_cloud_clips(pb)
-    preset = addon.rig.presets.load_preset("human")
+    cloud, runs = addon.rig.io.storage.read_cloud_clips(pb)
+    preset = addon.rig.tasks.preset.load_preset("human")
     n_preset = len(preset.joints["elbow.L"]) + 1  # and the rest pose
     assert len(cloud) == own + n_preset and runs[0] == ("Mine", own)
     assert sum(n for clip, n in runs if clip.startswith("preset:")) == n_preset
@@ -177,11 +177,11 @@ def test_unknown_bones_are_listed_and_an_unknown_rig_is_refused(clean_file, addo
 
 def test_cli_fit_preset(clean_file, addon, tmp_path, capsys):
     obj, skeleton, _ = _rig(addon, hv.mixamo_name, arms_down=30.0, roll_seed=3)
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     motion = np.tile([1.0, 0, 0, 0], (40, len(skeleton), 1))
     knee = [pb.name for pb in obj.pose.bones].index("mixamorig:LeftLeg")  # key_rotations keys pose.bones order
     motion[:, knee] = cone_motion(q, 40, half_angle=0.5, seed=2)
-    addon.rig.humanoid.key_rotations(obj, motion, "Mine")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Mine")
     path = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     main, name = addon.cli.main, obj.name
@@ -192,7 +192,7 @@ def test_cli_fit_preset(clean_file, addon, tmp_path, capsys):
     assert len(limited) == 16 and "mixamorig:Hips" not in limited
     assert (
         rig.pose.bones["mixamorig:LeftLeg"].joint_limit.cloud_count
-        == len(addon.rig.presets.load_preset("human").joints["knee.L"]) + 1
+        == len(addon.rig.tasks.preset.load_preset("human").joints["knee.L"]) + 1
     )
     out = capsys.readouterr().out
     assert "16 bones fitted" in out and "Not matched" in out and "mixamorig:Hips" in out
@@ -200,7 +200,7 @@ def test_cli_fit_preset(clean_file, addon, tmp_path, capsys):
     assert main(["fit", "--preset", "human", "--add-data", "--bones", "mixamorig:LeftLeg", "--model", MODEL]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(path))
     pb = bpy.data.objects[name].pose.bones["mixamorig:LeftLeg"]
-    assert pb.joint_limit.cloud_count == 40 + len(addon.rig.presets.load_preset("human").joints["knee.L"]) + 1
+    assert pb.joint_limit.cloud_count == 40 + len(addon.rig.tasks.preset.load_preset("human").joints["knee.L"]) + 1
     assert addon.api.limit(pb).contains(motion[:, knee]).mean() > 0.95
 
     assert main(["fit", "--add-data"]) != 0
@@ -250,7 +250,7 @@ def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_
     (the wrist's bone differs: the builder leaves the wrist out), and the preset fits that rig."""
     import build_human_preset
 
-    bf = addon.batch.bvh_file
+    bf = addon.rig.io.bvh_file
     names, parents, offsets = zip(*CMU, strict=True)
     channels = [["Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"]] + [
         ["Zrotation", "Yrotation", "Xrotation"]
@@ -276,20 +276,20 @@ def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_
     for j, p in enumerate(parents):
         heads[j] = np.array(offsets[j], float) + (heads[p] if p >= 0 else 0.0)
     directions = build_human_preset.segment_directions(clip)
-    source = lib.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
-    matches, _ = lib.bone_names.match_joints(clip.names, clip.parents)
-    built = lib.retarget.RigFrames(source, matches, directions).joint_rotations(clip.local_rotations())
+    source = lib.body.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
+    matches, _ = lib.body.bone_names.match_joints(clip.names, clip.parents)
+    built = lib.body.retarget.RigFrames(source, matches, directions).joint_rotations(clip.local_rotations())
 
-    obj = addon.rig.bvh.import_bvh_armature(bpy.context, str(path))
-    skeleton = addon.rig.skeleton_io.skeleton_from_armature(obj)
-    basis, keyed = addon.rig.actions.keyed_rotations(obj, obj.animation_data.action, skeleton.names, np.arange(1, frames + 1))
+    obj = addon.rig.io.bvh.import_bvh_armature(bpy.context, str(path))
+    skeleton = addon.rig.io.skeleton_io.skeleton_from_armature(obj)
+    basis, keyed = addon.rig.io.actions.keyed_rotations(obj, obj.animation_data.action, skeleton.names, np.arange(1, frames + 1))
     assert keyed.all()
-    on_rig = lib.retarget.RigFrames(skeleton, lib.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
+    on_rig = lib.body.retarget.RigFrames(skeleton, lib.body.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
     imported = on_rig.joint_rotations(basis)
     assert sorted(imported) == sorted(built)
     for joint in built:
         if not joint.startswith("wrist"):
-            assert np.degrees(lib.quaternion.quaternion_angle(imported[joint], built[joint])).max() < 1e-3, joint
+            assert np.degrees(lib.geometry.quaternion.quaternion_angle(imported[joint], built[joint])).max() < 1e-3, joint
 
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="POSE")
@@ -300,7 +300,7 @@ def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_
 
 
 def test_a_damaged_preset_file_is_refused_with_what_is_wrong(addon, tmp_path):
-    read = addon.rig.presets.read_preset
+    read = addon.rig.tasks.preset.read_preset
     cases = {
         "not json": ("{", "not valid JSON"),
         "other format": ('{"format": "something", "version": 1}', "not a Joint Limits preset"),
@@ -317,4 +317,4 @@ def test_a_damaged_preset_file_is_refused_with_what_is_wrong(addon, tmp_path):
     with pytest.raises(ValueError, match="cannot read"):
         read(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="no preset named 'robot'"):
-        addon.rig.presets.load_preset("robot")
+        addon.rig.tasks.preset.load_preset("robot")

@@ -18,9 +18,9 @@ def _rig_with_different_limits(addon):
     obj = chain_rig(("root",) + LIMITED)
     limits = {}
     for i, name in enumerate(LIMITED):
-        cloud = cone_motion(addon.limits.quaternion, 200, half_angle=0.2 + 0.25 * i, seed=i)
+        cloud = cone_motion(addon.limits.geometry.quaternion, 200, half_angle=0.2 + 0.25 * i, seed=i)
         limits[name] = addon.limits.joint.JointLimit.fit(cloud, kind="kdop")
-        addon.rig.storage.write_limit(obj.pose.bones[name], limits[name])
+        addon.rig.io.storage.write_limit(obj.pose.bones[name], limits[name])
     return obj, limits
 
 
@@ -36,7 +36,9 @@ def _assert_each_bone_meets_its_own_limit(addon, obj, limits, frame):
     bpy.context.scene.frame_set(frame)
     for name, limit in limits.items():
         after = evaluated_local_rotation(obj, name)
-        assert addon.limits.quaternion.quaternion_angle(after, limit.project(OUTSIDE)) == pytest.approx(0.0, abs=1e-3), name
+        assert addon.limits.geometry.quaternion.quaternion_angle(after, limit.project(OUTSIDE)) == pytest.approx(0.0, abs=1e-3), (
+            name
+        )
 
 
 def test_reparenting_that_reorders_the_bones_keeps_each_bone_on_its_own_limit(clean_file, addon):

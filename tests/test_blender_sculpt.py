@@ -10,8 +10,8 @@ from rigs import chain_rig, cone_motion, expect_error, select_only
 def _rig(addon, model="sdf_grid", frames=120):
     obj = chain_rig()
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
-    motion[:, 2] = cone_motion(addon.limits.quaternion, frames)
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    motion[:, 2] = cone_motion(addon.limits.geometry.quaternion, frames)
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["lower"])
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     pb = obj.pose.bones["lower"]
@@ -22,45 +22,45 @@ def _rig(addon, model="sdf_grid", frames=120):
 
 def _mesh_arrays(addon, mesh_obj):
     depsgraph = bpy.context.evaluated_depsgraph_get()
-    return addon.rig.sculpt.evaluated_triangles(mesh_obj, depsgraph)
+    return addon.rig.tasks.sculpt.evaluated_triangles(mesh_obj, depsgraph)
 
 
 def _to_params(addon, mesh_obj, world):
-    export = np.array(mesh_obj[addon.rig.sculpt.PROP_MATRIX]).reshape(4, 4)
+    export = np.array(mesh_obj[addon.rig.tasks.sculpt.PROP_MATRIX]).reshape(4, 4)
     inverse = np.linalg.inv(export)
     return world @ inverse[:3, :3].T + inverse[:3, 3]
 
 
 def _rel_exp(addon, limit, local):
-    return addon.limits.quaternion.exp_map_from_quaternion(limit.to_relative(local))
+    return addon.limits.geometry.quaternion.exp_map_from_quaternion(limit.to_relative(local))
 
 
 def test_export_gives_a_closed_mesh_around_the_samples(clean_file, addon):
     obj, pb = _rig(addon)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     assert bpy.ops.pose.joint_limits_sculpt_export() == {"FINISHED"}
     mesh_obj = bpy.data.objects[f"JL {obj.name} lower sculpt"]
     assert mesh_obj.name in bpy.data.collections["Joint Limits Display"].objects
     assert mesh_obj.scale[0] == pytest.approx(bpy.context.scene.joint_limits.display_scale)
     world, triangles = _mesh_arrays(addon, mesh_obj)
-    addon.limits.sculpt.check_closed_manifold(triangles)
+    addon.limits.models.sdf.sculpt.check_closed_manifold(triangles)
     params = _to_params(addon, mesh_obj, world)
-    assert addon.limits.sculpt.signed_volume(params, triangles) > 0
+    assert addon.limits.models.sdf.sculpt.signed_volume(params, triangles) > 0
     # the samples are inside the mesh (ray parity on the exported surface)
-    cloud = addon.rig.storage.read_cloud(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     p = _rel_exp(addon, limit, cloud)
     lower, spacing = params.min(axis=0) - 0.1, np.full(3, 0.01)
     n = int(np.ceil((params.max(axis=0) + 0.1 - lower).max() / 0.01)) + 1
-    inside = addon.limits.sculpt.inside_mesh(params[triangles], lower, spacing, n)
+    inside = addon.limits.models.sdf.sculpt.inside_mesh(params[triangles], lower, spacing, n)
     cell = np.rint((p - lower) / spacing).astype(int)
     assert inside[tuple(cell.T)].all()
     # rebuilding the unedited mesh gives back (nearly) the same limit
     assert bpy.ops.pose.joint_limits_sculpt_rebuild() == {"FINISHED"}
-    rebuilt = addon.rig.storage.read_limit(pb)
+    rebuilt = addon.rig.io.storage.read_limit(pb)
     assert rebuilt.model.kind == "sdf_grid" and pb.joint_limit.model == "sdf_grid"
     assert rebuilt.contains(cloud).all()
     probe = limit.from_relative(
-        addon.limits.quaternion.quaternion_from_exp_map(np.random.default_rng(0).uniform(-1.2, 1.2, (2000, 3)))
+        addon.limits.geometry.quaternion.quaternion_from_exp_map(np.random.default_rng(0).uniform(-1.2, 1.2, (2000, 3)))
     )
     assert np.mean(rebuilt.contains(probe) == limit.contains(probe)) > 0.97
     np.testing.assert_allclose(rebuilt.reference, limit.reference)
@@ -68,16 +68,16 @@ def test_export_gives_a_closed_mesh_around_the_samples(clean_file, addon):
 
 def test_scaling_the_mesh_in_object_mode_shrinks_the_limit(clean_file, addon):
     obj, pb = _rig(addon)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     assert bpy.ops.pose.joint_limits_sculpt_export() == {"FINISHED"}
     mesh_obj = bpy.data.objects[f"JL {obj.name} lower sculpt"]
     bpy.ops.object.mode_set(mode="OBJECT")
     mesh_obj.scale = mesh_obj.scale * 0.5  # about the object's origin, the reference pose
     bpy.context.view_layer.objects.active = mesh_obj
     assert bpy.ops.pose.joint_limits_sculpt_rebuild() == {"FINISHED"}
-    rebuilt = addon.rig.storage.read_limit(pb)
-    cloud = addon.rig.storage.read_cloud(pb)
-    q = addon.limits.quaternion
+    rebuilt = addon.rig.io.storage.read_limit(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
+    q = addon.limits.geometry.quaternion
     p = _rel_exp(addon, limit, cloud)
     outer = limit.from_relative(q.quaternion_from_exp_map(p))  # the samples: allowed before
     assert limit.contains(outer).all()
@@ -89,7 +89,7 @@ def test_scaling_the_mesh_in_object_mode_shrinks_the_limit(clean_file, addon):
 
 def test_moving_vertices_changes_only_that_side(clean_file, addon):
     obj, pb = _rig(addon)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     assert bpy.ops.pose.joint_limits_sculpt_export() == {"FINISHED"}
     mesh_obj = bpy.data.objects[f"JL {obj.name} lower sculpt"]
     mesh = mesh_obj.data
@@ -100,9 +100,9 @@ def test_moving_vertices_changes_only_that_side(clean_file, addon):
     mesh.vertices.foreach_set("co", co.ravel())
     mesh.update()
     assert bpy.ops.pose.joint_limits_sculpt_rebuild() == {"FINISHED"}  # from Pose Mode
-    rebuilt = addon.rig.storage.read_limit(pb)
-    q = addon.limits.quaternion
-    cloud = addon.rig.storage.read_cloud(pb)
+    rebuilt = addon.rig.io.storage.read_limit(pb)
+    q = addon.limits.geometry.quaternion
+    cloud = addon.rig.io.storage.read_cloud(pb)
     p = _rel_exp(addon, limit, cloud)
     samples = limit.from_relative(q.quaternion_from_exp_map(p))
     edited = p[:, 0] > 0.6 * p[:, 0].max()
@@ -114,7 +114,7 @@ def test_moving_vertices_changes_only_that_side(clean_file, addon):
 
 def test_shrinkwrapped_enclosing_sphere_rebuilds_the_limit(clean_file, addon):
     obj, pb = _rig(addon)
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     assert bpy.ops.pose.joint_limits_sculpt_export() == {"FINISHED"}
     target = bpy.data.objects[f"JL {obj.name} lower sculpt"]
     bpy.ops.object.mode_set(mode="OBJECT")
@@ -133,11 +133,11 @@ def test_shrinkwrapped_enclosing_sphere_rebuilds_the_limit(clean_file, addon):
     mod.target = target
     bpy.context.view_layer.objects.active = sphere
     assert bpy.ops.pose.joint_limits_sculpt_rebuild() == {"FINISHED"}
-    rebuilt = addon.rig.storage.read_limit(pb)
-    cloud = addon.rig.storage.read_cloud(pb)
+    rebuilt = addon.rig.io.storage.read_limit(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     assert np.mean(rebuilt.contains(cloud)) > 0.95
     probe = limit.from_relative(
-        addon.limits.quaternion.quaternion_from_exp_map(np.random.default_rng(1).uniform(-1.2, 1.2, (2000, 3)))
+        addon.limits.geometry.quaternion.quaternion_from_exp_map(np.random.default_rng(1).uniform(-1.2, 1.2, (2000, 3)))
     )
     assert np.mean(rebuilt.contains(probe) == limit.contains(probe)) > 0.9
     assert not rebuilt.contains(probe).all(), "the sphere was wrapped, not taken as it is"
@@ -167,7 +167,7 @@ def test_export_fits_from_samples_for_other_models_and_polls_explain(clean_file,
     assert bpy.ops.pose.joint_limits_sculpt_rebuild.poll()
     assert bpy.ops.pose.joint_limits_sculpt_rebuild() == {"FINISHED"}
     assert pb.joint_limit.model == "sdf_grid"
-    assert addon.rig.storage.read_limit(pb).contains(addon.rig.storage.read_cloud(pb)).mean() > 0.97
+    assert addon.rig.io.storage.read_limit(pb).contains(addon.rig.io.storage.read_cloud(pb)).mean() > 0.97
     # undo after a rebuild does not crash (background sessions may have no undo stack)
     try:
         bpy.ops.ed.undo_push(message="after rebuild")

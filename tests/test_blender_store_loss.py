@@ -14,7 +14,7 @@ def _delete_store(obj):
 
 def test_a_deleted_store_is_detected_and_each_bone_says_what_it_lost(clean_file, addon):
     obj, pb, _ = fitted_rig(addon)
-    datastore = addon.rig.datastore
+    datastore = addon.rig.io.datastore
     assert datastore.health(obj.data).ok
     bpy.ops.ed.undo_push(message="fitted")
     _delete_store(obj)
@@ -23,7 +23,7 @@ def test_a_deleted_store_is_detected_and_each_bone_says_what_it_lost(clean_file,
     assert health.limits == ("lower",) and health.clouds == ("lower",)
     text = " ".join(health.lines())
     assert "Rig" in text and "deleted" in text and "Undo" in text and "lower" in text
-    line, icon = addon.panels.limit_ui.samples_line(pb.joint_limit)
+    line, icon = addon.ui.panels.limit_ui.samples_line(pb.joint_limit)
     assert "240" in line and "missing" in line and icon == "ERROR", "the count alone would say the samples are there"
     bpy.ops.ed.undo_push(message="deleted")
     bpy.ops.ed.undo()  # what the warning advises
@@ -74,16 +74,16 @@ def test_a_store_detached_by_pointing_at_another_text_is_relinked_on_save(clean_
 
 def test_the_next_operator_relinks_a_detached_store_and_says_so(clean_file, addon, capfd):
     obj, pb, _ = fitted_rig(addon)
-    cloud = addon.rig.storage.read_cloud(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     store = obj.data.joint_limits_data
     store.name = "Backup"
     obj.data.joint_limits_data = None
-    health = addon.rig.datastore.health(obj.data)
+    health = addon.rig.io.datastore.health(obj.data)
     assert not health.ok and health.found == "Backup"
     assert "re-link" in " ".join(health.lines()), "the panel says a tool will re-link it"
     capfd.readouterr()
     assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
     assert obj.data.joint_limits_data == store and store.name == ".JointLimits Rig"
     assert "Re-linked" in capfd.readouterr().out
-    np.testing.assert_array_equal(addon.rig.storage.read_cloud(pb), cloud)
+    np.testing.assert_array_equal(addon.rig.io.storage.read_cloud(pb), cloud)
     assert [t for t in bpy.data.texts if t.name.startswith(".JointLimits")] == [store], "no second store"

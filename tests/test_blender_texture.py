@@ -15,18 +15,18 @@ def textured(clean_file, addon):
 
 
 def _direction(addon, rel):
-    return addon.limits.quaternion.quaternion_rotate(rel, np.array([0.0, 1.0, 0.0]))
+    return addon.limits.geometry.quaternion.quaternion_rotate(rel, np.array([0.0, 1.0, 0.0]))
 
 
 def test_painting_a_forbidden_stroke_then_rebuilding_forbids_that_swing_live(textured, addon):
     obj, pb = textured
-    storage, maps = addon.rig.storage, addon.limits.sphere_maps
+    storage, maps = addon.rig.io.storage, addon.limits.geometry.sphere_maps
     limit = storage.read_limit(pb)
     cloud = storage.read_cloud(pb)
     pose = cloud[40]
     assert limit.contains(pose)
     assert bpy.ops.pose.joint_limits_texture_edit() == {"FINISHED"}
-    image = bpy.data.images[addon.rig.texture.image_name(obj, pb)]
+    image = bpy.data.images[addon.rig.tasks.texture.image_name(obj, pb)]
     assert image.packed_file is not None and image.colorspace_settings.is_data
     h, w = limit.model.params["image"].shape[:2]
     assert tuple(image.size) == (w, h)
@@ -57,7 +57,7 @@ def test_painting_a_forbidden_stroke_then_rebuilding_forbids_that_swing_live(tex
 def test_texture_image_and_rebuilt_limit_survive_save_and_reload(textured, addon, tmp_path):
     obj, pb = textured
     bpy.ops.pose.joint_limits_texture_edit()
-    name = addon.rig.texture.image_name(obj, pb)
+    name = addon.rig.tasks.texture.image_name(obj, pb)
     path = tmp_path / "tex.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -65,28 +65,28 @@ def test_texture_image_and_rebuilt_limit_survive_save_and_reload(textured, addon
     image = bpy.data.images[name]
     assert image.packed_file is not None
     pb = bpy.data.objects["Rig"].pose.bones["lower"]
-    before = addon.rig.storage.read_limit(pb)
-    rebuilt = addon.rig.texture.rebuild_from_image(bpy.data.objects["Rig"], pb)
-    probe = addon.limits.quaternion.quaternion_random(300, 4)
+    before = addon.rig.io.storage.read_limit(pb)
+    rebuilt = addon.rig.tasks.texture.rebuild_from_image(bpy.data.objects["Rig"], pb)
+    probe = addon.limits.geometry.quaternion.quaternion_random(300, 4)
     np.testing.assert_array_equal(rebuilt.contains(probe), before.contains(probe))
 
 
 @pytest.mark.parametrize("ext", ["png", "exr"])
 def test_texture_files_round_trip(textured, addon, tmp_path, ext):
     obj, pb = textured
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     path = tmp_path / f"limit.{ext}"
     assert bpy.ops.pose.joint_limits_texture_export(filepath=str(path)) == {"FINISHED"}
     assert path.stat().st_size > 1000
     assert bpy.ops.pose.joint_limits_texture_import(filepath=str(path)) == {"FINISHED"}
-    loaded = addon.rig.storage.read_limit(pb)
+    loaded = addon.rig.io.storage.read_limit(pb)
     if ext == "exr":
         np.testing.assert_allclose(loaded.model.params["image"], limit.model.params["image"], atol=1e-6)
     else:
-        expected = addon.limits.kelly_texture.to_kelly_rgba8(limit.model)
-        np.testing.assert_array_equal(addon.limits.kelly_texture.to_kelly_rgba8(loaded.model), expected)
-        probe = addon.limits.quaternion.quaternion_random(500, 2)
-        direct = addon.limits.kelly_texture.from_kelly_rgba8(expected)
+        expected = addon.limits.models.sinus.kelly.to_kelly_rgba8(limit.model)
+        np.testing.assert_array_equal(addon.limits.models.sinus.kelly.to_kelly_rgba8(loaded.model), expected)
+        probe = addon.limits.geometry.quaternion.quaternion_random(500, 2)
+        direct = addon.limits.models.sinus.kelly.from_kelly_rgba8(expected)
         np.testing.assert_array_equal(loaded.model.contains(probe), direct.contains(probe))
 
 
@@ -94,7 +94,7 @@ def test_bad_texture_images_are_refused_and_keep_the_limit(textured, addon, tmp_
     obj, pb = textured
     before = pb.joint_limit.limit_data
     bpy.ops.pose.joint_limits_texture_edit()
-    image = bpy.data.images[addon.rig.texture.image_name(obj, pb)]
+    image = bpy.data.images[addon.rig.tasks.texture.image_name(obj, pb)]
     px = np.zeros(image.size[0] * image.size[1] * 4, dtype=np.float32)
     image.pixels.foreach_set(px)  # everything forbidden
     expect_error(bpy.ops.pose.joint_limits_texture_rebuild, "forbids every swing")
@@ -113,15 +113,15 @@ def test_bad_texture_images_are_refused_and_keep_the_limit(textured, addon, tmp_
 
 def test_texture_panel_and_stress_of_the_current_pose(textured, addon):
     obj, pb = textured
-    assert addon.panels.texture.JOINTLIMITS_PT_texture.poll(bpy.context)
-    limit = addon.rig.storage.read_limit(pb)
+    assert addon.ui.panels.texture.JOINTLIMITS_PT_texture.poll(bpy.context)
+    limit = addon.rig.io.storage.read_limit(pb)
     obj.animation_data.action = None
-    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[3]
-    lines = addon.rig.status.texture_details(pb)
+    pb.rotation_quaternion = addon.rig.io.storage.read_cloud(pb)[3]
+    lines = addon.rig.live.status.texture_details(pb)
     stress = float(limit.model.stress(limit.to_relative(np.array(pb.rotation_quaternion))))
     assert lines[0] == f"Stress {stress:.2f}" and "island" in lines[1]
     pb.joint_limit.model = "kdop"
-    assert not addon.panels.texture.JOINTLIMITS_PT_texture.poll(bpy.context)
+    assert not addon.ui.panels.texture.JOINTLIMITS_PT_texture.poll(bpy.context)
 
 
 def test_report_gives_peak_stress_and_its_frame(textured, addon):
@@ -129,24 +129,24 @@ def test_report_gives_peak_stress_and_its_frame(textured, addon):
     assert bpy.ops.pose.joint_limits_report() == {"FINISHED"}
     text = bpy.data.texts["Joint Limits Report"].as_string()
     frames = np.arange(1, 241)
-    rows = addon.rig.report.violation_report(obj, bpy.context.scene, obj.animation_data.action, frames)
+    rows = addon.rig.tasks.report.violation_report(obj, bpy.context.scene, obj.animation_data.action, frames)
     row = rows[0]
-    limit = addon.rig.storage.read_limit(pb)
-    stress = limit.model.stress(limit.to_relative(addon.rig.storage.read_cloud(pb)))
+    limit = addon.rig.io.storage.read_limit(pb)
+    stress = limit.model.stress(limit.to_relative(addon.rig.io.storage.read_cloud(pb)))
     assert row["stress"] == pytest.approx(stress.max(), abs=1e-4)
     assert f"stress {row['stress']:.2f} at frame {row['stress_frame']}" in text
 
 
 def test_sinus_cone_and_boundary_tour_agree(textured, addon):
     obj, pb = textured
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     assert bpy.ops.pose.joint_limits_texture_cone() == {"FINISHED"}
-    cone = bpy.data.objects[addon.rig.cone.cone_name(obj, pb)]
+    cone = bpy.data.objects[addon.rig.tasks.cone.cone_name(obj, pb)]
     assert len(cone.data.vertices) == 65 and len(cone.data.polygons) == 65
     assert bpy.ops.pose.joint_limits_boundary_tour(count=64) == {"FINISHED"}
     tour = obj.animation_data.action
     assert tour.name == "lower_boundary_tour" and bpy.data.actions.get("ROM") is not None
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     bpy.context.view_layer.update()
     rim = np.array([cone.matrix_world @ v.co for v in cone.data.vertices])
     apex, rim = rim[0], rim[1:]
@@ -159,15 +159,17 @@ def test_sinus_cone_and_boundary_tour_agree(textured, addon):
         edge = rim[k] - apex
         assert np.degrees(np.arccos(np.clip(y_world @ edge / np.linalg.norm(edge), -1, 1))) < 0.5
         # a little further out along the same azimuth is forbidden
-        d, twist = addon.limits.swing_twist.direction_twist(limit.to_relative(local))
+        d, twist = addon.limits.geometry.swing_twist.direction_twist(limit.to_relative(local))
         out = d + 0.05 * (d - np.array([0.0, 1.0, 0.0]))
-        beyond = q.quaternion_multiply(limit.reference, addon.limits.swing_twist.rotation_from_direction_twist(out, twist))
+        beyond = q.quaternion_multiply(
+            limit.reference, addon.limits.geometry.swing_twist.rotation_from_direction_twist(out, twist)
+        )
         assert not limit.contains(beyond)
 
 
 def test_fit_warns_about_disconnected_regions(clean_file, addon, capfd):
-    q = addon.limits.quaternion
-    obj = addon.rig.humanoid.build_armature(addon.limits.skeleton.humanoid_skeleton(), "Humanoid")
+    q = addon.limits.geometry.quaternion
+    obj = addon.rig.io.humanoid.build_armature(addon.limits.body.skeleton.humanoid_skeleton(), "Humanoid")
     rng = np.random.default_rng(3)
     frames = 120
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, len(obj.pose.bones), 1))
@@ -178,7 +180,7 @@ def test_fit_warns_about_disconnected_regions(clean_file, addon, capfd):
     )
     b = obj.pose.bones.find("forearm.L")
     motion[:, b] = q.quaternion_from_exp_map(swing)
-    addon.rig.humanoid.key_rotations(obj, motion, "Two")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Two")
     bpy.ops.pose.select_all(action="DESELECT")
     pb = obj.pose.bones["forearm.L"]
     if hasattr(pb, "select"):
@@ -187,5 +189,5 @@ def test_fit_warns_about_disconnected_regions(clean_file, addon, capfd):
         pb.bone.select = True
     assert bpy.ops.pose.joint_limits_sample() == {"FINISHED"}
     assert bpy.ops.pose.joint_limits_fit(model="sinus_texture") == {"FINISHED"}
-    assert addon.rig.storage.read_limit(pb).model.region_count() == 2
+    assert addon.rig.io.storage.read_limit(pb).model.region_count() == 2
     assert "forearm.L: 2 disconnected regions" in capfd.readouterr().out

@@ -47,14 +47,14 @@ def write_exr_header(path, width, height):
 
 def test_kelly_png_named_jpg_is_read_as_kelly(textured, addon, tmp_path):
     obj, pb = textured
-    limit = addon.rig.storage.read_limit(pb)
+    limit = addon.rig.io.storage.read_limit(pb)
     png = tmp_path / "limit.png"
     assert bpy.ops.pose.joint_limits_texture_export(filepath=str(png)) == {"FINISHED"}
     renamed = png.rename(tmp_path / "limit.jpg")
     assert bpy.ops.pose.joint_limits_texture_import(filepath=str(renamed)) == {"FINISHED"}
-    loaded = addon.rig.storage.read_limit(pb)
+    loaded = addon.rig.io.storage.read_limit(pb)
     assert loaded.model.config["layout"] == "kelly"
-    kelly = addon.limits.kelly_texture
+    kelly = addon.limits.models.sinus.kelly
     np.testing.assert_array_equal(kelly.to_kelly_rgba8(loaded.model), kelly.to_kelly_rgba8(limit.model))
 
 

@@ -14,7 +14,7 @@ def test_metaball_rebuild_with_a_degenerate_pole_changes_nothing(clean_file, add
     obj, pb, _ = fitted_rig(addon, model="kdop", frames=120)
     assert bpy.ops.pose.joint_limits_metaball_export() == {"FINISHED"}
     mb_obj = bpy.data.objects[f"JL {obj.name} {pb.name} metaball"]
-    mb_obj[addon.rig.metaball.PROP_POLE] = [0.0, 0.0, 0.0, 0.0]
+    mb_obj[addon.rig.tasks.metaball.PROP_POLE] = [0.0, 0.0, 0.0, 0.0]
     before = (pb.joint_limit.model, pb.joint_limit.limit_data)
     expect_error(bpy.ops.pose.joint_limits_metaball_rebuild, "Limit unchanged")
     _unchanged(pb, before)

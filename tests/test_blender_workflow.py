@@ -19,7 +19,7 @@ def _rig_with_limit(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", fra
 
 
 def _limit(addon, pb):
-    return addon.rig.storage.read_limit(pb)
+    return addon.rig.io.storage.read_limit(pb)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -28,7 +28,7 @@ def test_enforce_moves_impossible_pose_inside_in_every_rotation_mode(clean_file,
     assert pb.joint_limit.cloud_count == 240
     limit = _limit(addon, pb)
     obj.animation_data.action = None
-    set_local_rotation(pb, IMPOSSIBLE, addon.limits.quaternion)
+    set_local_rotation(pb, IMPOSSIBLE, addon.limits.geometry.quaternion)
     bpy.context.scene.frame_set(1)
     before = evaluated_local_rotation(obj, "lower")
     assert not limit.contains(before), "the test pose must start outside"
@@ -39,7 +39,7 @@ def test_enforce_moves_impossible_pose_inside_in_every_rotation_mode(clean_file,
     after = evaluated_local_rotation(obj, "lower")
     assert limit.violation(after) < 1e-3
     # the correction is the nearest allowed rotation, not just anything inside
-    assert addon.limits.quaternion.quaternion_angle(after, limit.project(before)) < 1e-3
+    assert addon.limits.geometry.quaternion.quaternion_angle(after, limit.project(before)) < 1e-3
     # the channel of the bone's own mode holds the result (no silent mode change)
     assert pb.rotation_mode == mode
 
@@ -78,7 +78,7 @@ def test_skinned_mesh_and_bone_children_follow_the_limited_pose(clean_file, addo
 
 
 def test_influence_blends_the_correction(clean_file, addon):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
     obj.animation_data.action = None
@@ -93,7 +93,7 @@ def test_influence_blends_the_correction(clean_file, addon):
 
 
 def test_influence_and_softening_apply_once_while_posing_interactively(clean_file, addon):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
     obj.animation_data.action = None
@@ -122,7 +122,7 @@ def test_limits_and_clouds_survive_save_and_reload(clean_file, addon, tmp_path):
     pb.joint_limit.influence = 0.75
     bpy.context.scene.joint_limits.enforce_live = True
     limit = _limit(addon, pb)
-    cloud = addon.rig.storage.read_cloud(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     path = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -133,15 +133,15 @@ def test_limits_and_clouds_survive_save_and_reload(clean_file, addon, tmp_path):
     assert pb2.joint_limit.mode == "SWING_TWIST"
     assert pb2.joint_limit.influence == pytest.approx(0.75)
     assert bpy.context.scene.joint_limits.enforce_live
-    np.testing.assert_allclose(addon.rig.storage.read_cloud(pb2), cloud)
+    np.testing.assert_allclose(addon.rig.io.storage.read_cloud(pb2), cloud)
     reloaded = _limit(addon, pb2)
-    probe = addon.limits.quaternion.quaternion_random(500, 3)
+    probe = addon.limits.geometry.quaternion.quaternion_random(500, 3)
     np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
     np.testing.assert_allclose(reloaded.project(probe), limit.project(probe), atol=1e-12)
 
 
 def test_bake_writes_keys_inside_including_constraint_effects(clean_file, addon):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
     # an impossible action: the bone swings to 100 degrees and back
@@ -149,7 +149,7 @@ def test_bake_writes_keys_inside_including_constraint_effects(clean_file, addon)
     t = np.linspace(0, 1, frames)
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 2] = q.quaternion_from_exp_map(np.outer(1.75 * np.sin(np.pi * t), [1.0, 0, 0]))
-    bad = addon.rig.humanoid.key_rotations(obj, motion, "Impossible")
+    bad = addon.rig.io.humanoid.key_rotations(obj, motion, "Impossible")
     # a constraint that adds a further twist: bake must see the evaluated pose
     con = obj.pose.bones["upper"].constraints.new("LIMIT_ROTATION")
     con.owner_space = "LOCAL"
@@ -158,7 +158,7 @@ def test_bake_writes_keys_inside_including_constraint_effects(clean_file, addon)
     assert bpy.ops.pose.joint_limits_bake() == {"FINISHED"}
     baked = bpy.data.actions["Impossible_limited"]
     assert obj.animation_data.action == bad, "bake leaves the source action assigned"
-    keyed, ok = addon.rig.actions.keyed_rotations(obj, baked, ["upper", "lower"], np.arange(1, frames + 1))
+    keyed, ok = addon.rig.io.actions.keyed_rotations(obj, baked, ["upper", "lower"], np.arange(1, frames + 1))
     assert ok.all()
     assert limit.violation(keyed[:, 1]).max() < 1e-4
     assert limit.violation(motion[:, 2]).max() > 0.5
@@ -171,17 +171,17 @@ def test_bake_writes_keys_inside_including_constraint_effects(clean_file, addon)
 
 
 def test_report_counts_frames_out_of_limit(clean_file, addon):
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = _rig_with_limit(addon)
     limit = _limit(addon, pb)
     frames = 30
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, 3, 1))
     motion[:, 2] = q.quaternion_from_exp_map(np.outer(np.linspace(0, 1.6, frames), [0, 0, 1.0]))
-    addon.rig.humanoid.key_rotations(obj, motion, "Sweep")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "Sweep")
     expected = limit.violation(motion[:, 2])
     assert bpy.ops.pose.joint_limits_report() == {"FINISHED"}
     text = bpy.data.texts["Joint Limits Report"].as_string()
-    rows = addon.rig.report.violation_report(obj, bpy.context.scene, obj.animation_data.action, np.arange(1, frames + 1))
+    rows = addon.rig.tasks.report.violation_report(obj, bpy.context.scene, obj.animation_data.action, np.arange(1, frames + 1))
     row = next(r for r in rows if r["bone"] == "lower")
     assert row["frames_out"] == int(np.sum(expected > 1e-4))
     assert 0 < row["frames_out"] < frames
@@ -192,11 +192,11 @@ def test_report_counts_frames_out_of_limit(clean_file, addon):
 
 def test_export_native_matches_blender_limit_rotation(clean_file, addon):
     """The Euler box exported as Blender's own constraint limits exactly as our euler_box does."""
-    q = addon.limits.quaternion
+    q = addon.limits.geometry.quaternion
     obj, pb, _ = _rig_with_limit(addon, "XYZ")
     assert bpy.ops.pose.joint_limits_export_native() == {"FINISHED"}
     con = pb.constraints["Joint Limit (native)"]
-    cloud = addon.rig.storage.read_cloud(pb)
+    cloud = addon.rig.io.storage.read_cloud(pb)
     box = addon.limits.joint.JointLimit.fit(
         cloud, kind="euler_box", reference="REST", order="XYZ", padding=pb.joint_limit.padding
     )
@@ -216,14 +216,14 @@ def test_export_native_matches_blender_limit_rotation(clean_file, addon):
 def test_mirror_copies_mirrored_samples_and_settings(clean_file, addon):
     """On the humanoid (mirrored about X = 0, rolls mirror images) the mirrored samples follow
     Blender's X-flip convention; rigs whose rolls differ: tests/test_blender_symmetry.py."""
-    q = addon.limits.quaternion
-    obj = addon.rig.humanoid.build_armature(addon.limits.skeleton.humanoid_skeleton())
+    q = addon.limits.geometry.quaternion
+    obj = addon.rig.io.humanoid.build_armature(addon.limits.body.skeleton.humanoid_skeleton())
     frames = 120
     names = [pb.name for pb in obj.pose.bones]
     motion = np.tile(np.array([1.0, 0, 0, 0]), (frames, len(names), 1))
     arm = names.index("upper_arm.L")
     motion[:, arm] = cone_motion(q, frames, seed=2)
-    addon.rig.humanoid.key_rotations(obj, motion, "ROM")
+    addon.rig.io.humanoid.key_rotations(obj, motion, "ROM")
     select_only(obj, ["upper_arm.L"])
     bpy.ops.pose.joint_limits_sample()
     obj.pose.bones["upper_arm.L"].joint_limit.model = "ellipsoid"
@@ -231,7 +231,7 @@ def test_mirror_copies_mirrored_samples_and_settings(clean_file, addon):
     assert bpy.ops.pose.joint_limits_mirror() == {"FINISHED"}
     right = obj.pose.bones["upper_arm.R"]
     assert right.joint_limit.model == "ellipsoid"
-    mirrored = addon.rig.storage.read_cloud(right)
+    mirrored = addon.rig.io.storage.read_cloud(right)
     np.testing.assert_allclose(mirrored, motion[:, arm] * [1, 1, -1, -1], atol=1e-6)
     assert _limit(addon, right).contains(mirrored).all()
 
@@ -278,16 +278,16 @@ def test_changing_the_model_refits_from_stored_samples(clean_file, addon):
 def test_panels_register_and_live_status_reports_violation(clean_file, addon):
     obj, pb, _ = _rig_with_limit(addon)
     obj.animation_data.action = None
-    assert addon.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
-    assert addon.panels.bone_constraints.JOINTLIMITS_PT_bone_constraint.bl_context == "bone_constraint"
+    assert addon.ui.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
+    assert addon.ui.panels.bone_constraints.JOINTLIMITS_PT_bone_constraint.bl_context == "bone_constraint"
     pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
-    assert addon.rig.status.bone_status(pb) == ("Inside", True)
+    assert addon.rig.live.status.bone_status(pb) == ("Inside", True)
     pb.rotation_quaternion = IMPOSSIBLE
-    text, inside = addon.rig.status.bone_status(pb)
+    text, inside = addon.rig.live.status.bone_status(pb)
     limit = _limit(addon, pb)
     assert inside is False and text == f"Outside by {math.degrees(limit.violation(IMPOSSIBLE)):.1f}°"
     bpy.ops.object.mode_set(mode="OBJECT")
-    assert not addon.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
+    assert not addon.ui.panels.sidebar.JOINTLIMITS_PT_limit.poll(bpy.context)
 
 
 def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, addon, tmp_path):
@@ -298,15 +298,15 @@ def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, ad
     assert {"euler_box", "box", "oriented_box", "ellipsoid", "kdop"} <= set(kinds)
     for kind in kinds:
         bpy.ops.wm.read_homefile(use_empty=True)
-        addon.enforcement.reset()
+        addon.rig.live.reset()
         obj, pb, _ = _rig_with_limit(addon, model=kind)
         limit = _limit(addon, pb)
         if kind == "auto":  # picks a kind per bone
-            assert limit.model.kind in {k for k, _ in addon.limits.cross_validation.AUTO_CANDIDATES}
-            assert addon.rig.fit_report.read_report(pb.joint_limit)["chosen"] >= 0
+            assert limit.model.kind in {k for k, _ in addon.limits.fitting.cross_validation.AUTO_CANDIDATES}
+            assert addon.rig.tasks.fit_report.read_report(pb.joint_limit)["chosen"] >= 0
         else:
             assert limit.model.kind == kind
-        assert limit.contains(addon.rig.storage.read_cloud(pb)).mean() > 0.99, kind
+        assert limit.contains(addon.rig.io.storage.read_cloud(pb)).mean() > 0.99, kind
         obj.animation_data.action = None
         pb.rotation_quaternion = IMPOSSIBLE
         bpy.context.scene.joint_limits.enforce_live = True
@@ -316,17 +316,17 @@ def test_every_registered_model_fits_enforces_and_survives_reload(clean_file, ad
         bpy.ops.wm.save_as_mainfile(filepath=str(path))
         bpy.ops.wm.open_mainfile(filepath=str(path))
         reloaded = _limit(addon, bpy.data.objects["Rig"].pose.bones["lower"])
-        probe = addon.limits.quaternion.quaternion_random(100, 7)
+        probe = addon.limits.geometry.quaternion.quaternion_random(100, 7)
         np.testing.assert_array_equal(reloaded.contains(probe), limit.contains(probe))
 
 
 def test_panel_shows_phi_of_the_sdf_grid_for_the_active_bone(clean_file, addon):
     obj, pb, _ = _rig_with_limit(addon, model="sdf_grid")
     obj.animation_data.action = None
-    pb.rotation_quaternion = addon.rig.storage.read_cloud(pb)[17]  # a sampled pose
-    inside = addon.rig.status.model_details(pb)
+    pb.rotation_quaternion = addon.rig.io.storage.read_cloud(pb)[17]  # a sampled pose
+    inside = addon.rig.live.status.model_details(pb)
     pb.rotation_quaternion = IMPOSSIBLE
-    outside = addon.rig.status.model_details(pb)
+    outside = addon.rig.live.status.model_details(pb)
     assert inside[0].startswith("phi -") and "(inside)" in inside[0]
     assert outside[0].startswith("phi +") and "(outside)" in outside[0]
     assert outside[1].startswith("Memory") and float(outside[1].split()[1]) > 100, "a 32^3 grid is ~256 kB"
@@ -344,7 +344,7 @@ def test_rigs_sharing_an_armature_share_its_limits(clean_file, addon):
     assert twin.data == obj.data and twin.pose.bones["lower"].joint_limit.has_limit
     for rig in (obj, twin):
         rig.animation_data.action = None
-    set_local_rotation(twin.pose.bones["lower"], IMPOSSIBLE, addon.limits.quaternion)
+    set_local_rotation(twin.pose.bones["lower"], IMPOSSIBLE, addon.limits.geometry.quaternion)
     bpy.context.scene.joint_limits.enforce_live = True
     bpy.context.scene.frame_set(1)
     assert limit.violation(evaluated_local_rotation(twin, "lower")) < 1e-3
@@ -361,7 +361,7 @@ def test_report_text_explains_its_columns_and_puts_bones_out_first(addon):
         return {"bone": bone, "model": "kdop", "frames": 100, "frames_out": out, "worst_deg": worst, "worst_frame": frame}
 
     rows = [row("calm", 0, 0.0, 1), row("mild", 3, 2.0, 40), row("wild", 50, 30.0, 7), row("also_calm", 0, 0.0, 1)]
-    text = addon.rig.report.report_text(SimpleNamespace(name="Rig"), SimpleNamespace(name="Act"), rows)
+    text = addon.rig.tasks.report.report_text(SimpleNamespace(name="Rig"), SimpleNamespace(name="Act"), rows)
     lines = text.splitlines()
     assert any(line.strip().startswith("out:") for line in lines) and any(line.strip().startswith("worst:") for line in lines)
     body = [line for line in lines if line.split() and line.split()[0] in {r["bone"] for r in rows}]

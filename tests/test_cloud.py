@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from limits.cloud import chord_from_angle, densify_slerp, subsample_min_distance, subsample_rotations
-from limits.quaternion import (
+from limits.geometry.quaternion import (
     exp_map_from_quaternion,
     quaternion_angle,
     quaternion_from_exp_map,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from limits.continuity import Motion, MotionState, pops, step_caps
+from limits.geometry.quaternion import quaternion_angle, quaternion_from_exp_map
 from limits.joint import JointLimit
-from limits.model import model_class, model_kinds
-from limits.quaternion import quaternion_angle, quaternion_from_exp_map
+from limits.registry import model_class, model_kinds
 
 KINDS = [kind for kind, _, _ in model_kinds()]
 #: models whose frame-by-frame projection pops on the paths below (the others are convex in

@@ -5,7 +5,9 @@ and the ``auto`` model that picks the kind and padding per bone (pure numpy)."""
 import numpy as np
 import pytest
 
-from limits.cross_validation import (
+from limits.body.motion import range_of_motion
+from limits.body.skeleton import humanoid_skeleton
+from limits.fitting.cross_validation import (
     AUTO_CANDIDATES,
     DEFAULT_TARGET,
     MAX_PADDING,
@@ -18,11 +20,9 @@ from limits.cross_validation import (
     score,
     volume,
 )
+from limits.geometry.quaternion import exp_map_from_quaternion, quaternion_from_exp_map, quaternion_random
 from limits.joint import JointLimit
-from limits.model import model_kinds
-from limits.motion import range_of_motion
-from limits.quaternion import exp_map_from_quaternion, quaternion_from_exp_map, quaternion_random
-from limits.skeleton import humanoid_skeleton
+from limits.registry import model_kinds
 
 SKELETON = humanoid_skeleton()
 

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from json_schema_subset import SchemaError, validate
 
-from limits import engine_export as ee
-from limits import engine_limits as el
-from limits import quaternion as q_lib
-from limits.fidelity import fidelity
+from limits.export import engine_export as ee
+from limits.export import engine_limits as el
+from limits.export.fidelity import fidelity
+from limits.geometry import quaternion as q_lib
+from limits.geometry.swing_twist import rotation_from_direction_twist
 from limits.joint import JointLimit
-from limits.model import model_class, model_kinds
+from limits.registry import model_class, model_kinds
 from limits.serialize import limit_from_json, limit_to_json
-from limits.swing_twist import rotation_from_direction_twist
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "limits" / "schema"
 SCHEMA = json.loads((SCHEMAS / "joint_limit.schema.json").read_text())

@@ -6,9 +6,8 @@ chain solve (numpy only, generated data)."""
 import numpy as np
 import pytest
 
-from limits.ik import Chain, chain_pose, chain_positions, solve_chain, solve_two_bone
-from limits.joint import JointLimit
-from limits.quaternion import (
+from limits.body.skeleton import bone_frame_from_head_tail_roll
+from limits.geometry.quaternion import (
     matrix_from_quaternion,
     quaternion_angle,
     quaternion_from_exp_map,
@@ -16,7 +15,8 @@ from limits.quaternion import (
     quaternion_random,
     quaternion_rotate,
 )
-from limits.skeleton import bone_frame_from_head_tail_roll
+from limits.ik.chain import Chain, chain_pose, chain_positions, solve_chain, solve_two_bone
+from limits.joint import JointLimit
 
 LEG = np.array([(0.1, 0.0, 1.0), (0.1, -0.03, 0.55), (0.1, 0.0, 0.1)])  # hip, knee (bent forward), ankle
 

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from limits import ik_limits as ik
-from limits import quaternion as q_lib
 from limits.constants import MIN_PADDING
+from limits.export import ik_limits as ik
+from limits.geometry import quaternion as q_lib
 from limits.joint import JointLimit
 
 DEG = math.pi / 180.0

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from test_limb_rom import POLE, REST, ROOT, arm_poses, random_directions
 
-from limits.limb_picture import UNREACHABLE, lambert_directions, limb_range_picture
-from limits.limb_rom import LimbRangeOfMotion
+from limits.ik.limb_picture import UNREACHABLE, lambert_directions, limb_range_picture
+from limits.ik.limb_rom import LimbRangeOfMotion
 
 
 def test_the_projection_keeps_areas_and_its_orientation():

@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pytest
 
-from limits.limb_geometry import fibonacci_sphere, mid_position, swivel_angle, swivel_frame
-from limits.limb_rom import LimbRangeOfMotion, limb_from_json, limb_to_json
+from limits.ik.limb_geometry import fibonacci_sphere, mid_position, swivel_angle, swivel_frame
+from limits.ik.limb_rom import LimbRangeOfMotion, limb_from_json, limb_to_json
 
 ROOT = np.array([0.1, 1.4, -0.05])
 UPPER, LOWER = 0.30, 0.25

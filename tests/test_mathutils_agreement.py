@@ -13,8 +13,9 @@ import mathutils  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from limits.body.skeleton import bone_frame_from_head_tail_roll, humanoid_skeleton  # noqa: E402
 from limits.constants import EULER_ORDERS  # noqa: E402
-from limits.quaternion import (  # noqa: E402
+from limits.geometry.quaternion import (  # noqa: E402
     axis_angle_from_quaternion,
     euler_from_matrix,
     euler_from_quaternion,
@@ -28,7 +29,6 @@ from limits.quaternion import (  # noqa: E402
     quaternion_short_way,
     quaternion_toward,
 )
-from limits.skeleton import bone_frame_from_head_tail_roll, humanoid_skeleton  # noqa: E402
 
 TOL = 1e-5
 N = 500
@@ -163,7 +163,7 @@ def test_humanoid_rest_rotations_match_blender():
         theirs = np.array([tuple(data.bones[name].matrix_local.to_quaternion()) for name in sk.names])
         assert cover_gap(sk.rest_rotations, theirs) < TOL
         # Blender's own X-mirror name flip agrees with ours.
-        from limits.skeleton import mirror_name
+        from limits.body.skeleton import mirror_name
 
         for name in sk.names:
             flipped = bpy.utils.flip_name(name)

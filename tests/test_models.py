@@ -12,10 +12,21 @@ import numpy as np
 import pytest
 
 from limits.constants import EULER_ORDERS
-from limits.ellipsoid import nearest_on_ellipsoid
-from limits.euler_box import angle_in_arc, circular_ranges, clamp_angle
+from limits.geometry.quaternion import (
+    euler_from_quaternion,
+    exp_map_from_quaternion,
+    quaternion_angle,
+    quaternion_from_euler,
+    quaternion_from_exp_map,
+    quaternion_multiply,
+    quaternion_random,
+    quaternion_toward,
+)
 from limits.joint import JointLimit
-from limits.kdop import (
+from limits.model import LimitModel
+from limits.models.ellipsoid import nearest_on_ellipsoid
+from limits.models.euler_box import angle_in_arc, circular_ranges, clamp_angle
+from limits.models.kdop import (
     KDOP_AXES,
     NORMALS,
     KDopLimit,
@@ -27,19 +38,9 @@ from limits.kdop import (
     swing_plane_polygon,
     twist_axis_interval,
 )
-from limits.model import LimitModel, model_class, model_kinds
-from limits.quaternion import (
-    euler_from_quaternion,
-    exp_map_from_quaternion,
-    quaternion_angle,
-    quaternion_from_euler,
-    quaternion_from_exp_map,
-    quaternion_multiply,
-    quaternion_random,
-    quaternion_toward,
-)
+from limits.models.shape_limit import from_local, to_local
+from limits.registry import model_class, model_from_dict, model_kinds
 from limits.serialize import limit_from_json, limit_to_json, load_limit_npz, save_limit_npz
-from limits.shape_limit import from_local, to_local
 from limits.softening import soften
 
 KINDS = ("euler_box", "box", "oriented_box", "ellipsoid", "kdop")
@@ -222,7 +223,7 @@ def test_degenerate_clouds_fit_without_nan(case, data):
         p = model.project(queries(10, 300))
         assert np.isfinite(p).all() and model.contains(p).all()
         assert np.abs(model.project(p) - p).max() <= 1e-9
-    LimitModel.from_dict(model.to_dict())  # valid data
+    model_from_dict(model.to_dict())  # valid data
 
 
 @pytest.mark.parametrize("kind", SHAPES)
@@ -275,7 +276,7 @@ def test_shapes_inside_their_ball_skip_pulling_back_with_the_same_results(kind, 
     """Large projections skip ``_keep_in_ball`` for shapes whose bound lies inside the ball:
     the bound holds every projected point, the results equal those of the full path, and a
     shape reaching past the ball is never skipped."""
-    import limits.shape_limit as shape_limit
+    import limits.models.shape_limit as shape_limit
 
     model = model_class(kind).fit(cloud(27), mode=mode)
     q = queries(28, 3000)
@@ -436,7 +437,7 @@ def test_kdop_projection_is_certified_on_random_degenerate_kdops():
 def test_kdop_projection_is_the_same_in_small_batches_and_per_kdop(monkeypatch):
     """Batches (several chunks, the edge scan run once for all of them, split in pieces), one
     k-DOP per point (``which``), and rows outside by less than their rounding."""
-    import limits.kdop as kdop
+    import limits.models.kdop as kdop
 
     rng = np.random.default_rng(152)
     shapes = [rng.normal(size=(rng.integers(1, 30), 3)) * rng.uniform(0.05, 1.0, 3) for _ in range(3)]
@@ -622,7 +623,7 @@ def test_ellipsoid_newton_bracket_orders_agree():
 def test_ellipsoid_projection_of_more_outside_points_than_a_batch(mode):
     """More points outside than one Newton batch (CHUNK_ROWS): batched, the same rows bit for
     bit as in small pieces."""
-    from limits.ellipsoid import CHUNK_ROWS
+    from limits.models.ellipsoid import CHUNK_ROWS
 
     model = model_class("ellipsoid").fit(cloud(27), mode=mode)
     q = quaternion_random(2 * CHUNK_ROWS + 1000, np.random.default_rng(28))
@@ -637,7 +638,7 @@ def test_ellipsoid_projection_of_more_outside_points_than_a_batch(mode):
 def test_ellipsoid_plane_and_axis_detection():
     """Swing points (x, 0, z) and twist points (0, y, 0) are told by their zero components:
     -0.0 is zero, NaN is not, no rows is all zeros."""
-    from limits.ellipsoid import _all_zero, _used_components
+    from limits.models.ellipsoid import _all_zero, _used_components
 
     assert _all_zero(np.array([0.0, -0.0, 0.0])) and _all_zero(np.zeros(0))
     assert not _all_zero(np.array([0.0, np.nan])) and not _all_zero(np.array([0.0, -1e-300]))
@@ -678,8 +679,8 @@ def test_box_swing_twist_component_path_equals_the_generic_one(monkeypatch):
     pipeline's results bit for bit (rotations and moved flags), on uniform, near, tiny,
     identity, pure swing / twist, half-turn, huge and non-finite rows, in one and several
     batches."""
-    from limits.box import BoxLimit
-    from limits.shape_limit import ShapeLimit
+    from limits.models.box import BoxLimit
+    from limits.models.shape_limit import ShapeLimit
 
     model = model_class("box").fit(cloud(31), mode="SWING_TWIST")
     rng = np.random.default_rng(32)
@@ -1060,8 +1061,8 @@ def test_rounded_tables_are_stored_narrow_and_packed_and_read_back_exactly():
     import base64
     import zlib
 
+    from limits.models.sinus.texture import TWIST_MAX, TWIST_MIN, SinusTextureLimit
     from limits.serialize import DTYPES
-    from limits.sinus_texture import TWIST_MAX, TWIST_MIN, SinusTextureLimit
 
     limit = JointLimit.fit(cloud(43), kind="sdf_grid")
     data = json.loads(limit_to_json(limit))

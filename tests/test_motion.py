@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from limits.motion import (
+from limits.body.motion import (
     ELBOW,
     HIP,
     KNEE,
@@ -25,7 +25,8 @@ from limits.motion import (
     swing_from_direction,
     twist_angle,
 )
-from limits.quaternion import (
+from limits.body.skeleton import armature_positions, armature_rotations, humanoid_skeleton, mirror_local_rotation
+from limits.geometry.quaternion import (
     quaternion_angle,
     quaternion_dot,
     quaternion_from_exp_map,
@@ -33,7 +34,6 @@ from limits.quaternion import (
     quaternion_random,
     quaternion_rotate,
 )
-from limits.skeleton import armature_positions, armature_rotations, humanoid_skeleton, mirror_local_rotation
 
 DEG = np.pi / 180
 

@@ -5,7 +5,7 @@
 import numpy as np
 import pytest
 
-from limits.quaternion import quaternion_from_axis_angle, quaternion_normalize
+from limits.geometry.quaternion import quaternion_from_axis_angle, quaternion_normalize
 
 NAN, INF = float("nan"), float("inf")
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf / inf, as before

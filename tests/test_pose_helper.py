@@ -6,12 +6,12 @@ onto the sphere, the painting sphere's UVs and twist keys. Pure numpy, no bpy.""
 import numpy as np
 import pytest
 
-from limits import pose_helper as ph
-from limits import sphere_maps as sm
+from limits.authoring import pose_helper as ph
+from limits.geometry import sphere_maps as sm
+from limits.geometry.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_multiply, quaternion_random
+from limits.geometry.swing_twist import direction_twist, rotation_from_direction_twist
 from limits.joint import JointLimit
-from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_multiply, quaternion_random
-from limits.sinus_texture import MASK, SinusTextureLimit
-from limits.swing_twist import direction_twist, rotation_from_direction_twist
+from limits.models.sinus.texture import MASK, SinusTextureLimit
 
 RNG = np.random.default_rng(11)
 
@@ -150,7 +150,7 @@ def test_twist_disk_points_read_back_as_twist():
     assert np.allclose(back, angles)
     # the disk point at the bone's twist is where its X axis points
     local = rotation_from_direction_twist(d, 0.5)
-    from limits.quaternion import quaternion_rotate
+    from limits.geometry.quaternion import quaternion_rotate
 
     assert np.allclose(quaternion_rotate(local, [1.0, 0, 0]), points[1])
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from limits.constants import EULER_ORDERS
-from limits.quaternion import (
+from limits.geometry.quaternion import (
     as_quaternions,
     as_vectors,
     axis_angle_from_quaternion,
@@ -39,7 +39,12 @@ from limits.quaternion import (
     slerp,
     zyz_from_quaternion,
 )
-from limits.swing_twist import quaternion_from_swing_twist, swing_twist_from_quaternion, twist_axis_from_children, unit_axis
+from limits.geometry.swing_twist import (
+    quaternion_from_swing_twist,
+    swing_twist_from_quaternion,
+    twist_axis_from_children,
+    unit_axis,
+)
 
 N = 500
 

@@ -5,13 +5,14 @@ shapes in quaternion space, carving holes, projection, covers, batching and bad 
 import numpy as np
 import pytest
 
-from limits import implicit_surface, quaternion_surface
 from limits.continuity import descend
-from limits.implicit_primitives import primitive_field, surface_points
+from limits.geometry.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random, slerp
 from limits.joint import JointLimit
-from limits.model import LimitModel
-from limits.quaternion import quaternion_angle, quaternion_from_exp_map, quaternion_random, slerp
-from limits.quaternion_surface import QuaternionSurfaceLimit, _to_points
+from limits.models.surface import implicit as implicit_surface
+from limits.models.surface import quaternion_surface
+from limits.models.surface.primitives import primitive_field, surface_points
+from limits.models.surface.quaternion_surface import QuaternionSurfaceLimit, _to_points
+from limits.registry import model_from_dict
 from limits.serialize import limit_from_json, limit_to_json
 
 SURFACE = QuaternionSurfaceLimit
@@ -184,7 +185,7 @@ def test_joint_limit_round_trips_and_stacking():
     back = limit_from_json(limit_to_json(a))
     np.testing.assert_array_equal(back.contains(probe), a.contains(probe))
     np.testing.assert_array_equal(back.project(probe), a.project(probe))
-    again = LimitModel.from_dict(a.model.to_dict())
+    again = model_from_dict(a.model.to_dict())
     np.testing.assert_array_equal(again.contains(probe), a.model.contains(probe))
     # surfaces of different primitive counts stack, padded with inert primitives
     assert a.group_key() == b.group_key()
@@ -237,10 +238,10 @@ def test_bad_input_errors_clearly():
     ):
         broken = {**data, "params": {**data["params"], name: value(data["params"][name])}}
         with pytest.raises(ValueError, match=message):
-            LimitModel.from_dict(broken)
+            model_from_dict(broken)
     empty = {**data, "params": {**data["params"], "signs": -np.ones_like(data["params"]["signs"])}}
     with pytest.raises(ValueError, match="empty"):
-        LimitModel.from_dict(empty)
+        model_from_dict(empty)
 
 
 def test_degenerate_clouds_fit():

@@ -10,15 +10,8 @@ import numpy as np
 import pytest
 
 import limits
-from limits.bone_names import BoneMatch, match_joints
-from limits.quaternion import (
-    matrix_from_quaternion,
-    quaternion_angle,
-    quaternion_from_exp_map,
-    quaternion_multiply,
-    quaternion_random,
-)
-from limits.retarget import (
+from limits.body.bone_names import BoneMatch, match_joints
+from limits.body.retarget import (
     RigFrames,
     anatomical_from_basis,
     basis_from_anatomical,
@@ -27,9 +20,16 @@ from limits.retarget import (
     chain_share,
     segment_frames,
 )
-from limits.skeleton import Skeleton, humanoid_skeleton
+from limits.body.skeleton import Skeleton, humanoid_skeleton
+from limits.geometry.quaternion import (
+    matrix_from_quaternion,
+    quaternion_angle,
+    quaternion_from_exp_map,
+    quaternion_multiply,
+    quaternion_random,
+)
 
-PRESET = Path(__file__).resolve().parent.parent / "presets" / "human_rom.json"
+PRESET = Path(__file__).resolve().parent.parent / "rig" / "tasks" / "preset_data" / "human_rom.json"
 
 
 def frames_of(skeleton):

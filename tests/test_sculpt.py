@@ -4,15 +4,15 @@
 import numpy as np
 import pytest
 
-from limits.quaternion import quaternion_from_exp_map
-from limits.sculpt import (
+from limits.geometry.quaternion import quaternion_from_exp_map
+from limits.models.sdf.grid import SdfGridLimit
+from limits.models.sdf.sculpt import (
     check_closed_manifold,
     closest_points_on_triangles,
     mesh_from_sdf,
     sdf_from_mesh,
     signed_volume,
 )
-from limits.sdf_grid import SdfGridLimit
 
 
 def _grid(n, half=1.0):

@@ -7,10 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from limits.distance_transform import distance_transform, label_components
-from limits.joint import JointLimit
-from limits.model import LimitModel, model_class
-from limits.quaternion import (
+from limits.geometry.distance_transform import distance_transform, label_components
+from limits.geometry.quaternion import (
     exp_map_from_quaternion,
     quaternion_angle,
     quaternion_from_exp_map,
@@ -18,8 +16,10 @@ from limits.quaternion import (
     quaternion_random,
     zyz_from_quaternion,
 )
-from limits.sdf_build import _build, _layout, _node_positions
-from limits.sdf_grid import SdfGridLimit
+from limits.joint import JointLimit
+from limits.models.sdf.build import _build, _layout, _node_positions
+from limits.models.sdf.grid import SdfGridLimit
+from limits.registry import model_class, model_from_dict
 from limits.serialize import limit_from_json, limit_to_json, load_limit_npz, save_limit_npz
 
 
@@ -389,7 +389,7 @@ def test_dict_json_and_npz_round_trips():
     assert limit.contains(local).all()
     q = quaternion_random(500, rng)
     expect = limit.project(q)
-    again = LimitModel.from_dict(limit.model.to_dict())
+    again = model_from_dict(limit.model.to_dict())
     assert np.array_equal(again.params["phi"], limit.model.params["phi"])
     from_json = limit_from_json(limit_to_json(limit))
     np.testing.assert_allclose(from_json.project(q), expect, atol=1e-12)
@@ -404,13 +404,13 @@ def test_corrupt_data_is_rejected():
     data = SdfGridLimit.fit(coarse_clip(), resolution=8).to_dict()
     bad = {**data, "config": {**data["config"], "resolution": 16}}
     with pytest.raises(ValueError, match="phi"):
-        LimitModel.from_dict(bad)
+        model_from_dict(bad)
     bad = {**data, "params": {**data["params"], "spacing": -data["params"]["spacing"]}}
     with pytest.raises(ValueError, match="spacing"):
-        LimitModel.from_dict(bad)
+        model_from_dict(bad)
     bad = {**data, "config": {**data["config"], "space": "XYZ"}}
     with pytest.raises(ValueError, match="space"):
-        LimitModel.from_dict(bad)
+        model_from_dict(bad)
 
 
 # -- fitting ----------------------------------------------------------------------------------------------------
@@ -462,8 +462,8 @@ def test_bad_input_raises_clear_errors(kwargs, message):
 
 
 def test_signed_distance_agrees_with_contains_and_grows_outside():
+    from limits.geometry.quaternion import quaternion_from_exp_map
     from limits.joint import JointLimit
-    from limits.quaternion import quaternion_from_exp_map
 
     rng = np.random.default_rng(11)
     cloud = quaternion_from_exp_map(rng.normal(scale=0.25, size=(400, 3)))
@@ -482,8 +482,8 @@ def test_signed_distance_agrees_with_contains_and_grows_outside():
 _FIT_MEMORY = """
 import resource, sys, time
 import numpy as np
-from limits.quaternion import quaternion_random
-from limits.sdf_grid import SdfGridLimit
+from limits.geometry.quaternion import quaternion_random
+from limits.models.sdf.grid import SdfGridLimit
 q = quaternion_random(int(sys.argv[1]), rng=np.random.default_rng(0))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
@@ -515,7 +515,7 @@ def test_fit_of_a_huge_scattered_cloud_stays_within_bounded_memory(count):
 def test_a_track_built_piece_by_piece_gives_the_same_field(monkeypatch):
     # The track is made, laid out and reduced in pieces: with tiny pieces (and the ZYZ arcs
     # reduced to bin extremes) the field is bit for bit the one built from the whole track.
-    import limits.sdf_build as build
+    import limits.models.sdf.build as build
 
     rng = np.random.default_rng(3)
     t = np.linspace(0.0, 1.0, 3000)[:, None]

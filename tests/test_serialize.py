@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from limits.geometry.quaternion import quaternion_from_exp_map
 from limits.joint import JointLimit
-from limits.quaternion import quaternion_from_exp_map
 from limits.serialize import MAX_DEPTH, MAX_ELEMENTS, limit_from_json, limit_to_bytes, limit_to_json, load_limit, load_limit_npz
 
 RNG = np.random.default_rng(7)

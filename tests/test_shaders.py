@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHADERS = ROOT / "shaders"
+SHADERS = ROOT / "ui" / "shaders"
 GLSL_FILES = sorted(SHADERS.glob("*.glsl"))
 
 #: Same convention as ``rig/gpu.py`` (``REQUIRES``): libraries a shader file uses.
@@ -57,7 +57,7 @@ def test_every_shader_is_used_and_every_used_shader_exists():
     """The add-on builds its shaders with ``shader_code("<name>")``, whose libraries come in by
     ``// Requires:`` lines: no file is left that nothing builds, and nothing builds a missing
     file."""
-    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "rig").glob("*.py"))
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "ui" / "viewport").glob("*.py"))
     built = set(re.findall(r'shader_code\("(\w+)"\)', code))
     required = {name[: -len(".glsl")] for p in GLSL_FILES for name in REQUIRES.findall(p.read_text(encoding="utf-8"))}
     assert built, "no shader_code(...) calls found: the test no longer sees how shaders are built"
@@ -89,11 +89,11 @@ GPU_SCRIPT = textwrap.dedent(
     import numpy as np
 
     start = time.time()
-    addon.rig.gpu.start_background_gpu()
+    addon.ui.viewport.gpu.start_background_gpu()
     print("GPU_READY", flush=True)
-    q_lib = addon.limits.quaternion
-    st = addon.limits.sinus_texture
-    sm = addon.limits.sphere_maps
+    q_lib = addon.limits.geometry.quaternion
+    st = addon.limits.models.sinus.texture
+    sm = addon.limits.geometry.sphere_maps
     JointLimit = addon.limits.joint.JointLimit
     rng = np.random.default_rng(7)
 
@@ -119,7 +119,7 @@ GPU_SCRIPT = textwrap.dedent(
         bad = np.array([[np.nan, 0, 0, 0], [0, 0, 0, 0], [np.inf, 1, 0, 0]])
         rel = np.concatenate((rel, bad))
         t0 = time.time()
-        contains, projected, stress = addon.rig.gpu.gpu_sinus_lookup(model, rel, stress=True)
+        contains, projected, stress = addon.ui.viewport.gpu.gpu_sinus_lookup(model, rel, stress=True)
         gpu_s = time.time() - t0
         good = slice(0, len(rel) - len(bad))
         ref_contains = model.contains(rel)

@@ -6,16 +6,17 @@ import io
 import numpy as np
 import pytest
 
-from limits import sphere_maps as sm
+from limits.geometry import sphere_maps as sm
+from limits.geometry.nearest_boundary import nearest_allowed_texels
+from limits.geometry.quaternion import quaternion_angle, quaternion_random, quaternion_rotate
+from limits.geometry.sphere_image import bilinear_taps, count_islands
+from limits.geometry.swing_twist import direction_twist, rotation_from_direction_twist
 from limits.joint import JointLimit
-from limits.kelly_texture import from_kelly_rgba8, to_kelly_rgba8
 from limits.model import LimitModel
-from limits.nearest_boundary import nearest_allowed_texels
-from limits.quaternion import quaternion_angle, quaternion_random, quaternion_rotate
+from limits.models.sinus.kelly import from_kelly_rgba8, to_kelly_rgba8
+from limits.models.sinus.texture import MASK, STRESS, TWIST_MAX, TWIST_MIN, SinusTextureLimit, _ranges_at_uv
+from limits.registry import model_from_dict
 from limits.serialize import limit_from_json, limit_to_bytes, limit_to_json, load_limit_npz
-from limits.sinus_texture import MASK, STRESS, TWIST_MAX, TWIST_MIN, SinusTextureLimit, _ranges_at_uv
-from limits.sphere_image import bilinear_taps, count_islands
-from limits.swing_twist import direction_twist, rotation_from_direction_twist
 
 RNG = np.random.default_rng(7)
 
@@ -355,7 +356,7 @@ def test_edit_mask_and_recompute(cone_model):
     data["params"]["image"][..., MASK] = mask
     assert "nearest" not in data["params"]
     q = swing_only(tilt(np.linspace(-0.3, 0.3, 7), np.zeros(7)))
-    np.testing.assert_array_equal(LimitModel.from_dict(data).project(q), edited.project(q))
+    np.testing.assert_array_equal(model_from_dict(data).project(q), edited.project(q))
 
 
 def test_from_keys():
@@ -566,7 +567,7 @@ def test_dict_json_and_npz_round_trips():
     limit = JointLimit.fit(cloud, kind="sinus_texture", padding=0.03)
     q = quaternion_random(500, rng)
     expected = limit.project(q)
-    model = LimitModel.from_dict(limit.model.to_dict())
+    model = model_from_dict(limit.model.to_dict())
     np.testing.assert_array_equal(model.project(q), limit.model.project(q))
     for loaded in (limit_from_json(limit_to_json(limit)), load_limit_npz(io.BytesIO(limit_to_bytes(limit)))):
         assert loaded.model.kind == "sinus_texture"
@@ -588,10 +589,10 @@ def test_from_dict_validation():
         bad = {"kind": data["kind"], "config": dict(data["config"]), "params": {k: v.copy() for k, v in data["params"].items()}}
         change(bad)
         with pytest.raises(ValueError):
-            LimitModel.from_dict(bad)
+            model_from_dict(bad)
     # files of earlier versions stored the (derived) nearest-boundary table: it is dropped
     legacy = {**data, "params": {**data["params"], "nearest": np.zeros((32, 32, 3))}}
-    np.testing.assert_array_equal(LimitModel.from_dict(legacy).params["image"], data["params"]["image"])
+    np.testing.assert_array_equal(model_from_dict(legacy).params["image"], data["params"]["image"])
 
 
 def test_image_is_half_precision_twist_rounded_outward():
@@ -648,10 +649,10 @@ def test_channel_checks_at_the_edges_of_float16(channel, value, accepted):
     image[3, 5, channel] = value
     data = {"kind": "sinus_texture", "config": {"layout": "equal_area", "height": 8, "width": 16}, "params": {"image": image}}
     if accepted:
-        LimitModel.from_dict(data)
+        model_from_dict(data)
     else:
         with pytest.raises(ValueError, match="sinus_texture limit"):
-            LimitModel.from_dict(data)
+            model_from_dict(data)
 
 
 def test_twist_ranges_pooled_over_nearby_swings_accept_new_passes_of_the_same_motion():

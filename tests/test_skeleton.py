@@ -4,15 +4,7 @@
 import numpy as np
 import pytest
 
-from limits.quaternion import (
-    matrix_from_quaternion,
-    quaternion_angle,
-    quaternion_from_exp_map,
-    quaternion_multiply,
-    quaternion_random,
-    quaternion_rotate,
-)
-from limits.skeleton import (
+from limits.body.skeleton import (
     Skeleton,
     armature_positions,
     armature_rotations,
@@ -24,6 +16,14 @@ from limits.skeleton import (
     mirror_local_rotation,
     mirror_name,
     retarget_local_rotations,
+)
+from limits.geometry.quaternion import (
+    matrix_from_quaternion,
+    quaternion_angle,
+    quaternion_from_exp_map,
+    quaternion_multiply,
+    quaternion_random,
+    quaternion_rotate,
 )
 
 MIRROR = np.diag([-1.0, 1.0, 1.0])

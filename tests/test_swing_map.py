@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from limits import swing_map as smap
+from limits.authoring import swing_map as smap
+from limits.geometry.quaternion import quaternion_from_exp_map, quaternion_multiply
 from limits.joint import JointLimit
-from limits.quaternion import quaternion_from_exp_map, quaternion_multiply
 
 ROOT = Path(__file__).resolve().parent.parent
 RNG = np.random.default_rng(5)
@@ -95,5 +95,5 @@ def test_only_the_demo_pictures_import_matplotlib_and_only_inside_functions():
                 names = [node.module]
             if any(n.split(".")[0] == "matplotlib" for n in names):
                 importers.setdefault(str(path.relative_to(ROOT)), []).append("top level" if id(node) in top_level else "function")
-    assert set(importers) == {"demo/pictures.py", "batch/summary_pictures.py"}, importers
+    assert set(importers) == {"cli/demo/pictures.py", "batch/summary_pictures.py"}, importers
     assert all(set(where) == {"function"} for where in importers.values()), importers

@@ -4,14 +4,14 @@
 import numpy as np
 import pytest
 
-from limits.quaternion import (
+from limits.body.symmetry import mirrored_samples, reflect_rotations, symmetry_plane
+from limits.geometry.quaternion import (
     matrix_from_quaternion,
     quaternion_angle,
     quaternion_from_matrix,
     quaternion_multiply,
     quaternion_random,
 )
-from limits.symmetry import mirrored_samples, reflect_rotations, symmetry_plane
 
 BONE_Y = np.array([0.0, 1.0, 0.0])
 

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from limits.tradeoff_picture import KIND_COLOURS, PANEL, _to_pixel, tradeoff_picture
+from limits.fitting.tradeoff_picture import KIND_COLOURS, PANEL, _to_pixel, tradeoff_picture
 
 
 def report(chosen=1):

@@ -53,7 +53,7 @@ def clean_up():
 def load_extension(root=ROOT):
     """Register a local extension repository whose ``joint_limits`` entry links to ``root``,
     enable ``bl_ext.dev.joint_limits`` and return the module, with every submodule imported so
-    callers can reach them as attributes (``addon.rig.actions``)."""
+    callers can reach them as attributes (``addon.rig.io.actions``)."""
     isolate_user_folders()
     import bpy  # noqa: I001 - bpy first: it puts addon_utils on sys.path
     import addon_utils

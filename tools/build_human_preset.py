@@ -101,22 +101,22 @@ def drop_ranges(specs):
 
 def build(path, step, recentre, drop=None):
     addon = blender_session.load_extension()  # the add-on's package: its BVH reader and maths
-    qm = addon.limits.quaternion
+    qm = addon.limits.geometry.quaternion
 
-    clip = addon.batch.bvh_file.read_bvh(path)
+    clip = addon.rig.io.bvh_file.read_bvh(path)
     heads = np.zeros((len(clip.names), 3))
     for j, p in enumerate(clip.parents):
         heads[j] = clip.offsets[j] + (heads[p] if p >= 0 else 0.0)
     directions = segment_directions(clip)
-    skeleton = addon.limits.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
-    matches, unmatched = addon.limits.bone_names.match_joints(clip.names, clip.parents)
-    frames = addon.limits.retarget.RigFrames(skeleton, matches, directions)
+    skeleton = addon.limits.body.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
+    matches, unmatched = addon.limits.body.bone_names.match_joints(clip.names, clip.parents)
+    frames = addon.limits.body.retarget.RigFrames(skeleton, matches, directions)
     rotations = frames.joint_rotations(clip.local_rotations()[1:])  # frame 1: the T-pose before the take
     joints, not_in_preset, notes = {}, {}, {}
     for side in ("L", "R"):
         wrist = rotations.pop(f"wrist.{side}", None)
         if wrist is not None and f"elbow.{side}" in rotations:
-            _, roll = addon.limits.swing_twist.swing_twist_from_quaternion(wrist)
+            _, roll = addon.limits.geometry.swing_twist.swing_twist_from_quaternion(wrist)
             rotations[f"elbow.{side}"] = qm.quaternion_multiply(rotations[f"elbow.{side}"], roll)
             notes[f"elbow.{side}"] = "with the wrist's roll (the take's forearm roll is solved at the wrist)"
             not_in_preset[f"wrist.{side}"] = "the take's hands only roll with the forearm (no flexion or deviation)"
@@ -182,7 +182,9 @@ def _version():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("bvh", help="CMU 143_21.bvh (the range-of-motion take)")
-    p.add_argument("--output", default=str(ROOT / "presets" / "human_rom.json"), help="preset file to write")
+    p.add_argument(
+        "--output", default=str(ROOT / "rig" / "tasks" / "preset_data" / "human_rom.json"), help="preset file to write"
+    )
     p.add_argument("--step", type=int, default=2, help="keep every STEP-th frame (default 2: 60 of 120 fps)")
     p.add_argument("--recentre", nargs="*", default=["neck"], metavar="JOINT", help="joints to re-centre (default: neck)")
     p.add_argument(

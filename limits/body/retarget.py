@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Joint rotations that mean the same on any humanoid rig: anatomical rotations.
+
+A pose bone's rotation (its basis, relative to its rest pose, in its own local axes) depends on
+how the rig was built: the bone's roll, its local axes, and the rest pose (arms out in a T-pose
+or down in an A-pose). The human preset stores rotations that depend on none of these, so that
+limits carry over between rigs.
+
+Frames
+    Each bone carries a *segment frame*, fixed to the bone and built from the rig's rest
+    geometry alone (:func:`segment_frames`), with the character's body axes (:func:`body_frame`:
+    left, up, forward, estimated from where the rig's limbs and neck are):
+
+    - ``"BODY"``: the body axes themselves (X left, Y up, Z forward). For the torso, neck, head
+      and clavicles, whose rest pose is the neutral upright one on every rig (whichever way
+      their bones point).
+    - ``"FORWARD"``: Y along the bone, Z the forward axis made perpendicular to it, X = Y x Z.
+      For the arms and legs, whose rest direction differs between rigs (T-pose, A-pose): the
+      frame turns with the bone, and the forward axis stays the hinge of an arm lowered from a
+      T- to an A-pose, so that lowering the arm is the only difference.
+    - ``"UP"``: Y along the bone, Z the up axis made perpendicular to it. For feet and toes,
+      which point forward.
+
+Anatomical rotation
+    Of a joint: the orientation of its bone's segment frame relative to its parent's segment
+    frame, ``a = inv(C_parent) * D_parent^-1 * D_bone * C_bone``, with ``D`` each bone's
+    armature-space rotation away from its rest and ``C`` the frames at rest. Since
+    ``inv(D_parent) * D_bone = R * basis * inv(R)`` (``R`` the bone's rest orientation,
+    ``Bone.matrix_local``), :func:`anatomical_from_basis` is ``a = inv(C_p) * R * L * inv(R) *
+    C_b`` and :func:`basis_from_anatomical` its exact inverse. Which frame kind a joint's bone
+    and its parent use is the joint's, not the bone's (:data:`JOINT_FRAMES`): a thigh's parent
+    is the pelvis whether the rig's parent bone points up (Rigify's hips) or sideways (CMU's
+    ``LHipJoint``).
+
+Chains
+    The spine and the neck are chains of 1 to 6 bones depending on the rig. Their joint is the
+    whole chain's rotation (the chest against the pelvis; the head against the chest, all
+    ``"BODY"`` frames), and each of a rig's ``m`` chain bones takes ``a ** (1 / m)``
+    (:func:`chain_share`), so the chain composes back to ``a``.
+
+Pure numpy; quaternions ``(w, x, y, z)``, matrices with the frame's axes as columns (armature
+space).
+"""
+
+import numpy as np
+
+from ..constants import EPS
+from ..geometry.quaternion import (
+    as_quaternions,
+    exp_map_from_quaternion,
+    matrix_from_quaternion,
+    quaternion_conjugate,
+    quaternion_from_exp_map,
+    quaternion_from_matrix,
+    quaternion_multiply,
+    quaternion_short_way,
+)
+from .bone_names import CHAIN_JOINTS
+
+#: Segment frame kinds (module docstring).
+FRAME_KINDS = ("BODY", "FORWARD", "UP")
+#: Per joint (without side): the frame kind of its bone and of its parent's.
+JOINT_FRAMES = {
+    "spine": ("BODY", "BODY"),
+    "neck": ("BODY", "BODY"),
+    "clavicle": ("BODY", "BODY"),
+    "shoulder": ("FORWARD", "BODY"),
+    "elbow": ("FORWARD", "FORWARD"),
+    "wrist": ("FORWARD", "FORWARD"),
+    "hip": ("FORWARD", "BODY"),
+    "knee": ("FORWARD", "FORWARD"),
+    "ankle": ("UP", "FORWARD"),
+    "toe": ("UP", "UP"),
+}
+#: Blender's body axes (left +X, up +Z): the fallback when a rig's bones do not tell.
+BLENDER_LEFT = np.array([1.0, 0.0, 0.0])
+BLENDER_UP = np.array([0.0, 0.0, 1.0])
+#: Estimated body axes within this of an armature axis are that axis (degrees): rigs are built
+#: upright, and a spine's lean or a hip's offset must not tilt every frame.
+SNAP_DEGREES = 20.0
+#: A bone closer than this (cosine) to its frame's reference axis takes the other body axis.
+PARALLEL_COSINE = 0.99
+
+
+def _unit(v, what):
+    v = np.asarray(v, dtype=float)
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    if np.any(n <= EPS) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{what} must be finite and non-zero, got {v.tolist()}")
+    return v / n
+
+
+def body_frame(up, left):
+    """The body axes as a rotation matrix ``(3, 3)``: columns left, up, forward (= left x up).
+
+    ``up (3,)`` is kept; ``left (3,)`` is made perpendicular to it. ``ValueError`` when they are
+    parallel or zero."""
+    up = _unit(up, "up")
+    left = np.asarray(left, dtype=float) - np.dot(left, up) * up
+    left = _unit(left, "left (perpendicular to up)")
+    return np.stack((left, up, np.cross(left, up)), axis=-1)
+
+
+def body_frame_from_rest(heads, joints):
+    """Estimate a rig's body axes from its matched bones at rest.
+
+    Parameters
+    ----------
+    heads : array_like, shape (n, 3)
+        Bone heads in armature space.
+    joints : sequence of str or None, length n
+        Each bone's anatomical joint (:func:`.bone_names.match_joints`), ``None`` unmatched.
+
+    Returns
+    -------
+    ndarray, shape (3, 3)
+        :func:`body_frame` with up from the hips' heads to the neck chain's (the spine's when
+        there is no neck), and left from the right side's heads to the left side's, joint by
+        joint, each snapped to the nearest armature axis within :data:`SNAP_DEGREES` (rigs are
+        built upright: Z up in Blender, Y up from a BVH file). Blender's axes (Z up, X left)
+        stand in for what the bones do not tell.
+    """
+    heads = np.asarray(heads, dtype=float).reshape(-1, 3)
+    by_joint = {}
+    for head, joint in zip(heads, joints, strict=True):
+        if joint is not None:
+            by_joint.setdefault(joint, []).append(head)
+    mean = {joint: np.mean(points, axis=0) for joint, points in by_joint.items()}
+    up = BLENDER_UP
+    hips = [mean[j] for j in ("hip.L", "hip.R") if j in mean]
+    top = mean.get("neck", mean.get("spine"))
+    if hips and top is not None and np.linalg.norm(top - np.mean(hips, axis=0)) > EPS:
+        up = top - np.mean(hips, axis=0)
+    sides = [mean[j] - mean[j[:-1] + "R"] for j in mean if j.endswith(".L") and j[:-1] + "R" in mean]
+    left = np.mean(sides, axis=0) if sides else BLENDER_LEFT
+    try:
+        return body_frame(_snapped(up), _snapped(left))
+    except ValueError:
+        return body_frame(BLENDER_UP, BLENDER_LEFT)
+
+
+def _snapped(v):
+    """``v`` turned onto the nearest armature axis when within :data:`SNAP_DEGREES` of it."""
+    v = _unit(v, "body axis")
+    axis = np.zeros(3)
+    k = int(np.argmax(np.abs(v)))
+    axis[k] = np.sign(v[k])
+    return axis if np.dot(v, axis) > np.cos(np.radians(SNAP_DEGREES)) else v
+
+
+def segment_frames(directions, kinds, body):
+    """Segment frames ``(n, 3, 3)`` of bones pointing along ``directions (n, 3)`` (armature
+    space, at rest), of frame ``kinds`` (:data:`FRAME_KINDS`, one per bone), on a body with
+    axes ``body (3, 3)`` (:func:`body_frame`). A bone within :data:`PARALLEL_COSINE` of its
+    reference axis takes the other one (forward for up, up for forward)."""
+    directions = _unit(np.asarray(directions, dtype=float).reshape(-1, 3), "bone directions")
+    kinds = list(kinds)
+    if len(kinds) != len(directions):
+        raise ValueError(f"{len(directions)} directions but {len(kinds)} frame kinds")
+    left, up, forward = body.T
+    out = np.empty((len(kinds), 3, 3))
+    for i, (y, kind) in enumerate(zip(directions, kinds, strict=True)):
+        if kind == "BODY":
+            out[i] = body
+            continue
+        if kind not in FRAME_KINDS:
+            raise ValueError(f"frame kind must be one of {FRAME_KINDS}, got {kind!r}")
+        ref = forward if kind == "FORWARD" else up
+        if abs(np.dot(ref, y)) > PARALLEL_COSINE:
+            ref = up if kind == "FORWARD" else forward
+        z = ref - np.dot(ref, y) * y
+        z /= np.linalg.norm(z)
+        out[i] = np.stack((np.cross(y, z), y, z), axis=-1)
+    return out
+
+
+def _frames_as_quaternions(frame):
+    return quaternion_from_matrix(np.asarray(frame, dtype=float))
+
+
+def anatomical_from_basis(basis, rest, bone_frame, parent_frame):
+    """Anatomical rotations ``(..., 4)`` of pose-bone basis rotations ``basis (..., 4)``.
+
+    ``rest (..., 4)`` is the bone's rest orientation (``Bone.matrix_local``), ``bone_frame``
+    and ``parent_frame (..., 3, 3)`` the segment frames of the bone and of its parent at rest
+    (all broadcast). ``a = inv(C_p) * R * basis * inv(R) * C_b``, on the cover ``w >= 0``."""
+    r = as_quaternions(rest, "rest")
+    c_b, c_p = _frames_as_quaternions(bone_frame), _frames_as_quaternions(parent_frame)
+    delta = quaternion_multiply(r, quaternion_multiply(as_quaternions(basis, "basis"), quaternion_conjugate(r)))
+    return quaternion_short_way(quaternion_multiply(quaternion_conjugate(c_p), quaternion_multiply(delta, c_b)))
+
+
+def basis_from_anatomical(anatomical, rest, bone_frame, parent_frame):
+    """Inverse of :func:`anatomical_from_basis`: the basis rotations ``(..., 4)`` that pose
+    the bone at ``anatomical (..., 4)``: ``L = inv(R) * C_p * a * inv(C_b) * R``."""
+    r = as_quaternions(rest, "rest")
+    c_b, c_p = _frames_as_quaternions(bone_frame), _frames_as_quaternions(parent_frame)
+    delta = quaternion_multiply(c_p, quaternion_multiply(as_quaternions(anatomical, "anatomical"), quaternion_conjugate(c_b)))
+    return quaternion_short_way(quaternion_multiply(quaternion_conjugate(r), quaternion_multiply(delta, r)))
+
+
+def chain_share(anatomical, share):
+    """Each of ``share`` chain bones' part ``a ** (1 / share)`` of chain rotations ``(..., 4)``
+    (the same axis, the angle divided; taken the short way)."""
+    if int(share) != share or share < 1:
+        raise ValueError(f"a chain share is a whole number of bones >= 1, got {share}")
+    v = exp_map_from_quaternion(quaternion_short_way(as_quaternions(anatomical, "anatomical")))
+    return quaternion_from_exp_map(v / share)
+
+
+class RigFrames:
+    """A rig's joints ready for anatomical rotations: for every matched bone, its rest
+    orientation, its segment frame and its parent's.
+
+    Parameters
+    ----------
+    skeleton : :class:`.skeleton.Skeleton`
+        The rig at rest (armature space).
+    matches : dict
+        ``{bone name: BoneMatch}`` (:func:`.bone_names.match_joints`).
+    directions : array_like, shape (n, 3), optional
+        Each bone's pointing direction at rest (default: its rest Y axis, head to tail); a BVH
+        reader passes the direction to a zero-length bone's children instead.
+    body : ndarray, shape (3, 3), optional
+        The body axes (default: :func:`body_frame_from_rest`).
+    """
+
+    def __init__(self, skeleton, matches, directions=None, body=None):
+        self.skeleton = skeleton
+        self.matches = dict(matches)
+        joints = [self.matches[name].joint if name in self.matches else None for name in skeleton.names]
+        self.body = body_frame_from_rest(skeleton.heads, joints) if body is None else np.asarray(body, dtype=float)
+        if directions is None:
+            directions = matrix_from_quaternion(skeleton.rest_rotations)[:, :, 1]
+        directions = np.asarray(directions, dtype=float).reshape(-1, 3)
+        self.bones = [b for b, name in enumerate(skeleton.names) if name in self.matches]
+        kinds = [JOINT_FRAMES[self.matches[skeleton.names[b]].base] for b in self.bones]
+        parents = skeleton.parents[self.bones]
+        self.bone_frames = segment_frames(directions[self.bones], [k[0] for k in kinds], self.body)
+        self.parent_frames = segment_frames(directions[parents], [k[1] for k in kinds], self.body)
+
+    def _at(self, name):
+        k = self.bones.index(self.skeleton.index(name))
+        return self.skeleton.rest_rotations[self.skeleton.index(name)], self.bone_frames[k], self.parent_frames[k]
+
+    def anatomical(self, name, basis):
+        """Bone ``name``'s basis rotations ``(N, 4)`` as anatomical rotations of its joint's
+        bone (for a chain bone: its own part, not the chain's)."""
+        return anatomical_from_basis(basis, *self._at(name))
+
+    def basis(self, name, anatomical):
+        """The basis rotations ``(N, 4)`` of bone ``name`` for its joint's anatomical rotations
+        ``(N, 4)`` (a chain joint's are shared out over its chain first)."""
+        match = self.matches[name]
+        if match.base in CHAIN_JOINTS:
+            anatomical = chain_share(anatomical, match.share)
+        return basis_from_anatomical(anatomical, *self._at(name))
+
+    def joint_rotations(self, basis):
+        """Anatomical rotations per joint ``{joint: (F, 4)}`` of a whole pose sequence
+        ``basis (F, n, 4)`` (``skeleton.names`` order): a limb joint's from its bone (the first
+        matched one, in bone order), a chain joint's composed over its first chain, parent to
+        child."""
+        basis = as_quaternions(basis, "basis")
+        if basis.ndim != 3 or basis.shape[1] != len(self.skeleton):
+            raise ValueError(f"basis must have shape (F, {len(self.skeleton)}, 4), got {basis.shape}")
+        out, chain_top = {}, {}
+        for b in self.bones:
+            name = self.skeleton.names[b]
+            match = self.matches[name]
+            a = self.anatomical(name, basis[:, b])
+            if match.base not in CHAIN_JOINTS:
+                out.setdefault(match.joint, a)
+                continue
+            p = self.skeleton.parents[b]
+            below = (
+                p >= 0 and self.skeleton.names[p] in self.matches and self.matches[self.skeleton.names[p]].joint == match.joint
+            )
+            if not below:
+                if match.joint in out:
+                    continue  # a second chain (DEF- beside ORG-): the first is the joint
+                chain_top[match.joint] = b
+                out[match.joint] = a
+            elif chain_top.get(match.joint) is not None and self._in_chain(b, chain_top[match.joint]):
+                out[match.joint] = quaternion_short_way(quaternion_multiply(out[match.joint], a))
+        return out
+
+    def _in_chain(self, b, top):
+        while b >= 0 and b != top:
+            b = self.skeleton.parents[b]
+        return b == top

@@ -1,0 +1,243 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Limits on the *evaluated* pose of bones that constraints drive, through a corrective constraint.
+
+Writing a bone's basis cannot limit what a Copy Rotation, Damped Track or Child Of makes of it,
+so a limited bone that a live constraint drives gets one more constraint, the last of its stack,
+named ``Joint Limit``: a Transformation constraint in the bone's local space whose output is a
+constant rotation ``d`` mixed *after* the rotation the stack above it made (its input range is
+empty, so its target, the bone's parent, is never read; it only has to be valid). The evaluated
+local rotation is then ``q = q_pre * d``, so from the evaluated pose and the ``d`` it was
+evaluated with the handler recovers ``q_pre`` exactly (float32), limits it (influence and
+softening as for any bone) and writes the ``d`` that lands on the limit. Blender skips a
+constraint at influence 0: a bone inside its limit, and every bone once enforcement is off, is
+bitwise the plain rig. The basis and the constraints' targets are never written.
+
+A corrected bone below another one whose constraint works in pose or world space (a Damped Track,
+a world-space Copy Rotation) sees its ``q_pre`` change when its ancestor's correction changes, so
+the bones are corrected level by level (level = corrected ancestors), with one re-evaluation of
+the depsgraph between levels that wrote something; the last level's writes are evaluated by
+Blender's own second pass after the handler.
+
+IK chains are solved by enforcement itself and written through these correctives
+(:mod:`.limited_ik`): Blender's solver runs after every chain bone's constraints, so a corrective
+on a chain bone would only change where its solve starts. Spline IK chains are left alone.
+
+Bake, report and sampling with constraints evaluate the unlimited pose: :func:`suspended`
+pauses live enforcement and sets the correctives to influence 0 meanwhile.
+"""
+
+import math
+
+import bpy
+import numpy as np
+from mathutils import Quaternion
+
+from ...limits.geometry.quaternion import quaternion_conjugate, quaternion_from_euler, quaternion_multiply
+from ..io.constraints import CHAIN_CONSTRAINTS, moved_bones
+from . import state
+
+#: Name of the corrective constraint (one per corrected bone, last in its stack).
+CORRECTIVE = "Joint Limit"
+#: Euler order of the corrective's constant rotation.
+ORDER = "XYZ"
+#: Corrections (radians) below which a bone is left uncorrected (influence 0).
+TOLERANCE = 1e-6
+
+_AXES = ("x", "y", "z")
+
+
+def armatures():
+    return [o for o in bpy.data.objects if o.type == "ARMATURE" and o.pose is not None]
+
+
+def mark_added():
+    state.corrections["added"] = True
+
+
+def is_corrective(constraint):
+    return constraint.type == "TRANSFORM" and constraint.name == CORRECTIVE
+
+
+def ik_chain_bones(obj):
+    """Names of the bones an IK or Spline IK constraint of ``obj`` poses."""
+    names = set()
+    for pb in obj.pose.bones:
+        for con in pb.constraints:
+            if con.type in CHAIN_CONSTRAINTS and not con.mute:
+                names |= moved_bones(pb, con)
+    return names
+
+
+def driven(pose_bone):
+    """Whether a live constraint (other than the corrective) poses ``pose_bone``."""
+    return any(not con.mute and not is_corrective(con) for con in pose_bone.constraints)
+
+
+def _subtarget(pose_bone, bones):
+    """A bone the corrective may name as its (unread) target without a dependency cycle: the
+    parent, else a bone outside ``pose_bone``'s subtree; None when every other bone is below it."""
+    if pose_bone.parent is not None:
+        return pose_bone.parent.name
+    below = {b.name for b in pose_bone.children_recursive} | {pose_bone.name}
+    return next((b.name for b in bones if b.name not in below), None)
+
+
+def ensure(obj, pose_bone):
+    """The bone's corrective, created (influence 0) or moved back to the end of its stack.
+    Returns None when the bone cannot have one (see :func:`_subtarget`)."""
+    cons = pose_bone.constraints
+    con = cons.get(CORRECTIVE)
+    if con is not None and con.type != "TRANSFORM":
+        return None  # the user's own constraint of that name: leave it
+    if con is None:
+        subtarget = _subtarget(pose_bone, obj.pose.bones)
+        if subtarget is None:
+            return None
+        con = cons.new("TRANSFORM")
+        con.name = CORRECTIVE
+        con.show_expanded = False
+        con.target, con.subtarget = obj, subtarget
+        con.owner_space = con.target_space = "LOCAL"
+        con.map_from, con.map_to = "LOCATION", "ROTATION"
+        con.to_euler_order = ORDER
+        con.mix_mode_rot = "AFTER"
+        con.influence = 0.0
+    last = len(cons) - 1
+    if cons[last] != con:
+        cons.move(cons.find(CORRECTIVE), last)
+    return con
+
+
+def remove(pose_bone):
+    con = pose_bone.constraints.get(CORRECTIVE)
+    if con is not None and is_corrective(con):
+        pose_bone.constraints.remove(con)
+        return True
+    return False
+
+
+def remove_all(obj, keep=()):
+    """Remove the correctives of ``obj`` except on bones named in ``keep``; returns how many."""
+    if obj.type != "ARMATURE" or obj.pose is None:
+        return 0
+    return sum(remove(pb) for pb in obj.pose.bones if pb.name not in keep)
+
+
+def neutralize(obj):
+    """Set every corrective of ``obj`` to influence 0 (with :func:`.pause.neutralize`, the plain rig)."""
+    if obj.type != "ARMATURE" or obj.pose is None:
+        return
+    for pb in obj.pose.bones:
+        con = pb.constraints.get(CORRECTIVE)
+        if con is not None and is_corrective(con) and con.influence != 0.0:
+            con.influence = 0.0
+
+
+def correction(con):
+    """The rotation ``d (4,)`` a corrective applied (identity at influence 0 or muted)."""
+    if con.mute or con.influence == 0.0:
+        return np.array([1.0, 0.0, 0.0, 0.0])
+    return quaternion_from_euler(np.array([getattr(con, f"to_min_{a}_rot") for a in _AXES]), ORDER)
+
+
+def write(con, d):
+    """Make ``con`` apply ``d (4,)``; returns whether anything changed (see :func:`write_euler`)."""
+    return write_euler(con, euler_of(d))
+
+
+def euler_of(d):
+    """The corrective's angles for the rotation ``d (4,)``: a tuple of Blender's float32 values
+    (from ``mathutils``: about 1 us; numpy's conversion of one quaternion takes 150 us), or None
+    for a rotation below :data:`TOLERANCE` (the corrective is switched off)."""
+    if 2.0 * math.acos(min(1.0, abs(float(d[0])))) < TOLERANCE:
+        return None
+    return tuple(Quaternion(d).to_euler(ORDER))
+
+
+def write_euler(con, euler):
+    """Make ``con`` apply the angles ``euler`` (:func:`euler_of`; None: off); returns whether
+    anything changed. The constraint's input range is empty, so Blender applies its ``to_min``
+    rotation (``to_max`` is not read). Only what differs is set: each property set costs about
+    3 us and tags the rig."""
+    if euler is None:
+        if con.influence != 0.0:
+            con.influence = 0.0
+            return True
+        return False
+    changed = (con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot) != euler
+    if changed:
+        con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot = euler
+    if con.influence != 1.0:
+        con.influence, changed = 1.0, True
+    if con.mute:
+        con.mute, changed = False, True
+    return changed
+
+
+class Rotations:
+    """Pre-corrective local rotations ``(n, 4)`` indexed by pose-bone row, in the shape
+    :func:`.basis.project_group` reads (``local_quaternions(rows)``)."""
+
+    def __init__(self, n):
+        self.q = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+
+    def local_quaternions(self, rows):
+        return self.q[np.asarray(rows, dtype=np.intp)]
+
+
+class Corrected:
+    """The corrected bones of one rig: ``groups`` (limit groups, as the basis path has) and
+    each corrected row's level (how many corrected ancestors it has)."""
+
+    def __init__(self, obj, groups):
+        self.groups = groups
+        rows = np.concatenate([g.rows for g in groups]) if groups else np.zeros(0, dtype=np.intp)
+        names = obj.pose.bones.keys()
+        self.names = {int(r): names[r] for r in rows}
+        level = {}
+        for r, name in self.names.items():
+            parent, count = obj.pose.bones[name].parent, 0
+            while parent is not None:
+                count += obj.pose.bones.find(parent.name) in self.names
+                parent = parent.parent
+            level[r] = count
+        self.level = level
+        self.levels = sorted(set(level.values()))
+
+
+def correct(obj, depsgraph, corrected, project_group):
+    """Set the correctives of ``obj`` so that its evaluated pose (in ``depsgraph``) keeps every
+    corrected bone inside its limit. ``project_group(group, rotations)`` returns
+    ``(moved (R,), limited (R, 4))`` like :func:`.basis.project_group`. Returns how many
+    bones are corrected."""
+    pose_bones = obj.pose.bones
+    cons = {}
+    for r, name in corrected.names.items():
+        con = ensure(obj, pose_bones[name])
+        if con is not None:
+            cons[r] = con
+    rotations = Rotations(len(pose_bones))
+    wrote = False
+    moved_count = 0
+    for level in corrected.levels:
+        if wrote:
+            depsgraph.update()
+        wrote = False
+        evaluated = obj.evaluated_get(depsgraph).pose.bones
+        for r, con in cons.items():
+            pb = pose_bones[corrected.names[r]]
+            m = obj.convert_space(pose_bone=pb, matrix=evaluated[pb.name].matrix, from_space="POSE", to_space="LOCAL")
+            q_post = np.array(m.to_quaternion(), dtype=float)
+            rotations.q[r] = quaternion_multiply(q_post, quaternion_conjugate(correction(con)))
+        for group in corrected.groups:
+            at_level = [i for i, r in enumerate(group.rows.tolist()) if corrected.level[r] == level and r in cons]
+            if not at_level:
+                continue
+            moved, limited = project_group(group, rotations)
+            for i in at_level:
+                r = int(group.rows[i])
+                pre = rotations.q[r]
+                d = quaternion_multiply(quaternion_conjugate(pre), limited[i]) if moved[i] else np.array([1.0, 0.0, 0.0, 0.0])
+                moved_count += bool(moved[i])
+                wrote |= write(cons[r], d)
+    return moved_count

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Fitting a pose bone's stored cloud with the bone's own settings."""
+
+import json
+
+import bpy
+import numpy as np
+
+from ...limits.constants import BONE_AXIS
+from ...limits.geometry.swing_twist import twist_axis_from_children
+from ...limits.joint import JointLimit
+from ...limits.registry import model_class
+from ..io.actions import action_fcurves, keyed_rotations
+from ..io.bone_errors import SkippedBones, guarded
+from ..io.storage import clip_labels, read_cloud_clips, write_limit
+from .fit_report import rig_report_text, write_report_text
+from .sample import dropped_message, sample_rotations, store_clouds
+from .symmetry import body_mirror
+
+
+def twist_axis(pose_bone):
+    """The bone's twist axis in its own frame: +Y, or the mean direction to its children."""
+    if pose_bone.joint_limit.twist_axis != "CHILDREN":
+        return BONE_AXIS.copy()
+    bone = pose_bone.bone
+    inv = np.array(bone.matrix_local.to_3x3().inverted_safe())
+    heads = np.array([child.head_local - bone.head_local for child in bone.children]).reshape(-1, 3)
+    return twist_axis_from_children(heads @ inv.T)
+
+
+def reference_frame_rotation(obj, pose_bone):
+    """Local rotation of ``pose_bone`` at its ``reference_frame`` in the object's action."""
+    anim = obj.animation_data
+    if anim is None or anim.action is None:
+        raise ValueError(f"{pose_bone.name}: reference 'Frame' needs an action on {obj.name}")
+    q, keyed = keyed_rotations(obj, anim.action, [pose_bone.name], [pose_bone.joint_limit.reference_frame])
+    if not keyed[0]:
+        raise ValueError(f"{pose_bone.name}: no rotation keys in action {anim.action.name!r}")
+    return q[0, 0]
+
+
+def samples_for_fit(obj, pose_bone, mirror=False):
+    """``(cloud (N, 4), runs, mirrored)``: what the bone is fitted from: its stored samples and,
+    with *Learn From Both Sides*, its mirror bone's seen in the mirror (:mod:`.symmetry`; they
+    keep their clips, so a clip left out of a cross-validation fold leaves with both its sides).
+    ``mirrored`` is ``(partner name, sample count)`` or ``None``. ``mirror`` is
+    :func:`.symmetry.body_mirror` of ``obj`` when the caller fits many bones (computed here
+    when left out)."""
+    cloud, runs = read_cloud_clips(pose_bone)
+    if not pose_bone.joint_limit.use_symmetry or len(cloud) == 0:
+        return cloud, runs, None
+    mirror = body_mirror(obj) if mirror is False else mirror
+    partner = mirror.partners.get(pose_bone.name) if mirror is not None else None
+    if partner is None or partner not in obj.pose.bones:
+        return cloud, runs, None
+    try:
+        q, partner_runs = read_cloud_clips(obj.pose.bones[partner])
+    except ValueError:  # the partner's own fit says so; this bone keeps its own samples
+        return cloud, runs, None
+    if len(q) == 0:
+        return cloud, runs, None
+    seen = mirror.mirrored(q, pose_bone.name, partner)
+    return np.concatenate((cloud, seen)), runs + partner_runs, (partner, len(seen))
+
+
+def fit_pose_bone(obj, pose_bone, mirror=False):
+    """Fit the bone's limit from its samples (:func:`samples_for_fit`) and settings, store and
+    return it.
+
+    Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
+    the clips the samples came from (:mod:`..limits.cross_validation`); what it found is kept,
+    as JSON, in the bone's ``fit_report``, with the mirror bone it also learned from (empty
+    for a fixed padding and no mirror)."""
+    settings = pose_bone.joint_limit
+    cloud, runs, mirrored = samples_for_fit(obj, pose_bone, mirror)
+    if len(cloud) == 0:
+        raise ValueError(f"{pose_bone.name}: no samples; sample an action first")
+    mode = pose_bone.rotation_mode
+    kind = settings.model
+    available = {
+        "padding": settings.padding,
+        "mode": settings.mode,
+        "twist_axis": twist_axis(pose_bone),
+        "order": mode if mode not in {"QUATERNION", "AXIS_ANGLE"} else "XYZ",
+        "clips": clip_labels(runs),
+        "target": settings.target_recall,
+    }
+    if kind != "auto" and settings.calibrate_padding:
+        modes = "mode" in model_class(kind).FIT_OPTIONS
+        available["candidates"] = ((kind, settings.mode if modes else None),)
+        kind = "auto"
+    allowed = model_class(kind).FIT_OPTIONS + (("candidates",) if "candidates" in available else ())
+    options = {name: available[name] for name in allowed if name in available}
+    frame_rotation = reference_frame_rotation(obj, pose_bone) if settings.reference == "FRAME" else None
+    limit = JointLimit.fit(cloud, kind=kind, reference=settings.reference, frame_rotation=frame_rotation, **options)
+    first = not settings.has_limit
+    write_limit(pose_bone, limit)
+    limit.heading_off = first and carries_heading(obj, pose_bone)
+    if limit.heading_off:  # fitted, but not limited until the user turns it on
+        settings.enabled = False
+    report = limit.calibration.summary() if limit.calibration is not None else None
+    if mirrored is not None:
+        report = dict(report or {}, mirrored={"partner": mirrored[0], "samples": mirrored[1]})
+    settings.fit_report = json.dumps(report, separators=(",", ":")) if report else ""
+    return limit
+
+
+def carries_heading(obj, pose_bone, travel=1e-3):
+    """Whether the bone carries the character's heading or travel, so its limit is off by
+    default (fitted, but not enforced until turned on): the root of a hierarchy (no parent, and
+    children: turning it turns the whole character), or a bone whose location is keyed and moves
+    more than ``travel`` (metres) in the object's action (a BVH hips bone, a mover bone).
+    Limiting such a bone to the headings of its samples stops a character from turning (issue
+    13: a turning walk's hips went from 44.6 to 2.9 degrees)."""
+    if pose_bone.parent is None and pose_bone.children:
+        return True
+    anim = obj.animation_data
+    if anim is None or anim.action is None:
+        return False
+    path = f'pose.bones["{pose_bone.name}"].location'
+    for fc in action_fcurves(obj, anim.action):
+        if fc.data_path == path and len(fc.keyframe_points) > 1:
+            values = np.empty(2 * len(fc.keyframe_points))
+            fc.keyframe_points.foreach_get("co", values)
+            if np.ptp(values[1::2]) > travel:
+                return True
+    return False
+
+
+def fit_bones(obj, bone_names, actions, model=None, mode=None):
+    """Sample ``actions`` and fit every bone that got samples; returns (fitted, failures)."""
+    clips = {}
+    clouds, notes, dropped = sample_rotations(obj, bone_names, actions, scene=bpy.context.scene, clips=clips)
+    for note in notes:
+        print(f"note: {note}")
+    if dropped:
+        print(dropped_message(dropped))
+    store_clouds(obj, clouds, clips=clips)
+    fitted, skipped = [], SkippedBones()
+    mirror = body_mirror(obj)
+    for name in clouds:
+        pb = obj.pose.bones[name]
+        with guarded(skipped, name):
+            if model:
+                pb.joint_limit.model = model
+            if mode:
+                pb.joint_limit.mode = mode
+            if fit_pose_bone(obj, pb, mirror).heading_off:
+                print(f"note: {name}: limit fitted but off: it carries the heading or travel")
+            fitted.append(name)
+    report = rig_report_text([obj.pose.bones[name] for name in fitted])
+    if report:
+        write_report_text([obj.pose.bones[name] for name in fitted])  # (and its picture, saved with the file)
+        print(report, end="")
+    return fitted, [f"{name}: {why}" for name, why in skipped.items()]
