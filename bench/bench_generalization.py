@@ -14,10 +14,8 @@ the add-on's numpy BVH reader (the first clip's skeleton names the joints).
         [--joints UpperArm_L UpperArm_R ...] [--sides-apart]
 
 A model is ``kind[:mode[:padding]]`` (padding in radians; default: the library fit's 0.05).
-Issue 13 measured 14 Bandai clips of one style against 154 of others; its table gives k-DOP
-FULL 64.2% whole-body recall at 4.7% volume (padding 0.05) and 93.1% at 8.9% (padding 0.3):
-the held-out clips here give 75.2% / 4.55% and 92.4% / 8.55% for those (sides apart, the way
-they were measured).
+Its k-DOP figures sit near issue 13's held-out table, so it is the proxy to watch for that
+issue's goal (figures: BENCHMARKS.md).
 """
 
 import argparse

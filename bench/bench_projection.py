@@ -51,7 +51,7 @@ from limits.models.kdop import _GRAM, _LINE_DIR, _PLANES, NORMALS, cached_tables
 CASES = [("euler_box", None)] + [
     (kind, mode) for kind in ("box", "oriented_box", "ellipsoid", "kdop") for mode in ("FULL", "SWING_TWIST")
 ]
-#: M rotations / s on one core, every mode (issue 14: the former 50x-the-loop target is withdrawn).
+#: M rotations / s on one core, every mode (issue 14's target; the loop's ratio is information only).
 TARGETS = {"box": 5.0, "oriented_box": 5.0, "ellipsoid": 5.0, "kdop": 5.0}
 
 

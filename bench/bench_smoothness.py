@@ -2,8 +2,8 @@
 """(f) Smoothness of limited motion on held-out capture (issue 16): pops and the worst step.
 
 Fits every model on the training clips (defaults, like bench_fit_quality.py), then limits each
-test clip's motion per joint two ways: frame by frame (``JointLimit.project``, what live
-enforcement and bake did before) and as one motion (``JointLimit.project_sequence``). A *pop* is
+test clip's motion per joint two ways: frame by frame (``JointLimit.project``, the naive way)
+and as one motion (``JointLimit.project_sequence``). A *pop* is
 a frame where the limited pose moves more than 3x the input's step and more than 5 degrees beyond
 it (``limits.continuity.pops``). Per model: frames outside the limit, pops per 1000 of them, the
 worst limited step (with the input's step there), whether every limited pose is inside, and how

@@ -46,10 +46,8 @@ CHUNK_FRAMES = 32
 CATCH_UP = np.radians(2.5)
 #: Shortest move toward the input a slide tries (radians).
 MIN_SUBSTEP = np.radians(0.25)
-#: Slide steps per frame at most. The fourth to sixth steps of a frame's slide brought the
-#: pose 7% of the slides' progress nearer the input (bench_frame_time's 60 quaternion
-#: surfaces) for half their cost; on held-out capture (bench_smoothness) three steps hold the
-#: sinus textures' poses away from an input inside on 235 frames where six did on 348.
+#: Slide steps per frame at most: later steps bring the pose little nearer the input for much
+#: of the cost, and fewer steps hold poses away from an input inside on fewer frames.
 MAX_SUBSTEPS = 3
 #: A slide step whose projection moves more than this many steps' lengths jumped (across a
 #: gap or a medial axis): the slide stops before it.
@@ -59,7 +57,7 @@ STALL = 1e-7
 
 
 #: A *pop*: the limited pose moves more than ``POP_RATIO`` times the input's step and more than
-#: ``POP_MARGIN`` radians beyond it (issue 16's measure).
+#: ``POP_MARGIN`` radians beyond it (what an animator sees as a jump).
 POP_RATIO = 3.0
 POP_MARGIN = np.radians(5.0)
 

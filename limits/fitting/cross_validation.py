@@ -2,7 +2,7 @@
 """How well a fitted limit accepts *new* motion, and the padding that makes it do so.
 
 A limit fitted to some motion and padded by a guess rejects much of the next motion of the same
-body (issue 13: 64% of held-out frames had every major joint inside the default fit). Here the
+body (a guess cannot know how far new motion strays from the old). Here the
 padding is measured instead of guessed, by cross-validation over the clips the samples came
 from:
 
@@ -18,8 +18,7 @@ Calibration (:func:`padding_curve`)
     on every fold's training part and measure the share of its held-out samples inside; the
     held-out *recall* at ``p`` is the mean over folds of the share of each fold inside. (Weighing
     each held-out clip the same instead, so that one long clip unlike the rest counts less,
-    chose smaller paddings that new clips then left: Bandai's 14 clips, each held out in turn,
-    whole-body recall 0.918 -> 0.828 at price 0.2.) The model fitted on all samples at
+    chose smaller paddings that new clips then left.) The model fitted on all samples at
     ``p`` gives the volume. The curve stops at the first padding that meets ``target`` (more
     only costs volume) or when the score (below) has fallen twice past its best.
 
@@ -35,8 +34,8 @@ Choice (:func:`choose`, the ``auto`` model)
     same price. Recall above the target earns nothing, so among points that meet it the least
     volume wins. The best point of every candidate's curve is kept, and the candidate of highest
     score chosen. A fixed target alone let a joint whose held-out clips move unlike its training
-    clips (a dance among walks) spend any volume: shoulders accepting 56% of all rotations for a
-    recall still under the target (Bandai, 14 clips, leave one out). :class:`AutoLimit`
+    clips (a dance among walks) spend any volume, for a recall still under the target: a price
+    keeps such a joint from taking most of all rotations. :class:`AutoLimit`
     registers this as the model kind ``"auto"``: its ``fit`` returns the chosen kind's model,
     fitted on all samples at the chosen padding, with the table of every candidate (and its
     curve) as ``model.calibration``.
@@ -74,13 +73,11 @@ VOLUME_SEED = 0
 MIN_TRAIN = 8
 #: The candidates of ``auto``: ``(kind, mode)`` (``None``: the kind has no mode). The k-DOP,
 #: over the full rotation and split into swing and twist: the tightest of the fitted shapes
-#: (on Bandai's 14 clips, at default padding, no joint's k-DOP accepts more rotations than its
-#: Euler box, while boxes and ellipsoids exceed it on 4 joints of 11); and the Euler box, the
-#: industry's default, so that ``auto`` never trades worse than it. Choosing among all nine
-#: fixed shapes picked whichever one's cross-validated estimate was luckiest: each clip held out
-#: in turn, whole-body recall 0.906 at 12.8% mean volume with all nine, 0.932 at 12.4% with the
-#: two k-DOPs (and fits 4x faster). The SDF grid, sinus texture and quaternion surface are left
-#: out (10 to 500 times slower to fit; they follow the training samples closely).
+#: (a joint's k-DOP accepts no more rotations than its Euler box, unlike boxes and ellipsoids);
+#: and the Euler box, the industry's default, so that ``auto`` never trades worse than it.
+#: Choosing among all nine fixed shapes picks whichever one's cross-validated estimate was
+#: luckiest, which generalizes worse and fits slower. The SDF grid, sinus texture and quaternion
+#: surface are left out (far slower to fit; they follow the training samples closely).
 AUTO_CANDIDATES = (
     ("kdop", "FULL"),
     ("kdop", "SWING_TWIST"),

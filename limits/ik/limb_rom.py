@@ -95,13 +95,10 @@ Beyond the seed: circular swivel intervals; smooth, seam-free interpolation betw
 (the seed reads its samples' values directly); a non-convex hull at sub-sample precision
 (the coverage field, instead of a polygon around the kept samples) with enclosed holes filled;
 directions without data relocate to the nearest allowed direction; half-precision tables
-(the seed's 400 samples took 3.1 kB, here at most 4.8 kB with a field the seed did not store,
-typically 2-3 kB); constant-time queries, vectorized.
+(about the seed's size, with a field the seed did not store); constant-time queries, vectorized.
 
-Costs (2-core test machine; the generated arm of ``tests/test_limb_rom.py``, 30 000 poses):
-fit 2.9 s, lookup built on first query 1.6 s, 169 of 400 samples kept, 2.2 kB (2.8 kB as JSON).
-Per million ends: ``contains`` 1.2 s, ``swivel_range`` 1.0 s, ``relocate`` 1.4 s when almost all
-are allowed and 14 s when 90 % are not (each forbidden end runs about 30 lookups of ``F``).
+Costs (``bench/bench_limb_rom.py`` measures them): ``relocate`` is the dearest query, and most
+so for forbidden ends (each runs about 30 lookups of ``F``).
 
 The hull follows the data to about 4-5 degrees on average but wobbles with the sample spacing
 (its edge sits 0 to 7 degrees outside the data): ``F`` interpolates an unsigned distance, whose

@@ -4,8 +4,8 @@
 Fitting: the ellipsoid is turned to the principal axes of the points (``rotation``, columns =
 axes, from numpy's SVD of their covariance, as Holden) and centred on the middle of their extent
 along those axes (``position``; Holden centres it on their mean and sizes it by the farther
-side, which on lopsided data reaches twice the extent on the near side: a shoulder's limit
-accepted 85% of all rotations, issue 13). Its semi-axes start as half the extent along each axis
+side, which on lopsided data reaches twice the extent on the near side and accepts far more
+than the data). Its semi-axes start as half the extent along each axis
 (at least the padding); the whole ellipsoid is then scaled by the largest normalized radius of
 any point, so every point is inside (at most sqrt(3), for points at the corners of their
 bounding box; a ring of samples with some twist, like a circling shoulder, needs about

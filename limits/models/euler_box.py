@@ -116,8 +116,8 @@ def circular_ranges(angles, padding):
 # (:meth:`EulerBoxLimit._reference_project`), the original implementation.
 
 #: Rows per batch of this kernel (twice the shared :data:`.constants.CHUNK_ROWS`): small
-#: enough for the cache, large enough that the ~100 numpy calls of a batch (~1 us each) cost
-#: little (16k: -3%, 64k: -5% on 1M random rotations).
+#: enough for the cache, large enough that the ~100 numpy calls of a batch cost little (both
+#: halving and doubling it were slower).
 KERNEL_CHUNK_ROWS = 32768
 
 #: Squared norms the kernel takes; others (NaN, inf, below ``EPS``, overflowing) go the

@@ -224,7 +224,7 @@ def kdop_tables(offsets):
 def _vertex_duals():
     """``(26, 26, 26, 3, 3)``: the inverse of the matrix whose columns are the normals of planes
     ``k``, ``l`` and ``m`` (NaN where the three are nearly dependent: Gram determinant below
-    1e-9), for every triple; built once (inverting per k-DOP took 2 ms of its 3 ms of tables)."""
+    1e-9), for every triple; built once, as inverting per k-DOP would be most of its tables' cost."""
     matrix = np.stack(
         np.broadcast_arrays(NORMALS[:, None, None, :], NORMALS[None, :, None, :], NORMALS[None, None, :, :]), axis=-1
     )

@@ -89,15 +89,10 @@ PENDING = object()
 #: Frames limited beyond a pending frame that is asked for (a first play started at once, a
 #: jump): each bone runs on through its own frames (:meth:`.limits.continuity.Motion.advance`),
 #: so a longer stretch costs few more steps than the frame alone, and the longer the stretch the
-#: less a frame costs on average, but the longer that one frame takes. bench_frame_time, 60
-#: sinus bones, 300 frames, the motion's work in a first play (CPU time, loaded 2-core machine):
-#: 2.3 ms a frame one frame at a time; 0.66-0.77 ms with 128 frames ahead (each stretch
-#: 0.1-0.15 s); 0.55 ms with 240 or all 300 at once (0.2-0.3 s, and 0.7-1 s for 60 quaternion
-#: surfaces: a freeze an animator sees). So a stretch is sized to take about
-#: :data:`RESOLVE_BUDGET` seconds, from what the last one cost a frame: ``(fewest, most)``
-#: frames, the first stretch of an action the fewest (quiet machine, 60 quaternion surfaces:
-#: the longest frame of a first play 373-393 ms starting at 32 frames, 314-328 ms at 8; the
-#: plays' averages and the sinus textures' the same within noise).
+#: less a frame costs on average, but the longer that one frame takes (a freeze an animator
+#: sees). So a stretch is sized to take about :data:`RESOLVE_BUDGET` seconds, from what the last
+#: one cost a frame: ``(fewest, most)`` frames, the first stretch of an action the fewest (its
+#: cost is not known yet, and a short first stretch keeps the play's first frame quick).
 RESOLVE_AHEAD = (8, 240)
 
 

@@ -71,7 +71,7 @@ def enforce_basis(obj, rig, frame=None):
     if written:
         arrays.write_values(written)
         # a transform tag re-evaluates the pose and what depends on it (skin, bone children)
-        # for about 40% less than the geometry tag RNA pose edits use (bench_frame_time.py)
+        # for less than the geometry tag RNA pose edits use
         obj.update_tag(refresh={"OBJECT"})
     return moved
 

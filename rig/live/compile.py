@@ -170,8 +170,8 @@ def compiled(obj):
 
     Rows index ``obj.pose.bones``, whose order follows the bone hierarchy: re-parenting in Edit
     Mode can reorder it and deleting one bone and adding another keeps its length, so the
-    cache is checked against the names in order (``keys()``, one C call): this lookup costs
-    about 10 us a frame for 60 bones and 27 us for 200 (5 us comparing the count only). A
+    cache is checked against the names in order (``keys()``, one C call, cheap beside a
+    frame; comparing the count alone would miss a bone replaced by another). A
     re-parent that keeps the order keeps every row valid. A rig seen in Edit Mode is compiled
     again when it leaves it, for a bone replaced by a new one of the same name."""
     key = obj.as_pointer()

@@ -147,7 +147,7 @@ def write(con, d):
 
 def euler_of(d):
     """The corrective's angles for the rotation ``d (4,)``: a tuple of Blender's float32 values
-    (from ``mathutils``: about 1 us; numpy's conversion of one quaternion takes 150 us), or None
+    (from ``mathutils``: for one quaternion far cheaper than numpy's conversion), or None
     for a rotation below :data:`TOLERANCE` (the corrective is switched off)."""
     if 2.0 * math.acos(min(1.0, abs(float(d[0])))) < TOLERANCE:
         return None
@@ -157,8 +157,8 @@ def euler_of(d):
 def write_euler(con, euler):
     """Make ``con`` apply the angles ``euler`` (:func:`euler_of`; None: off); returns whether
     anything changed. The constraint's input range is empty, so Blender applies its ``to_min``
-    rotation (``to_max`` is not read). Only what differs is set: each property set costs about
-    3 us and tags the rig."""
+    rotation (``to_max`` is not read). Only what differs is set: each property set costs time
+    and tags the rig."""
     if euler is None:
         if con.influence != 0.0:
             con.influence = 0.0

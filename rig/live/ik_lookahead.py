@@ -29,11 +29,8 @@ from .lookahead import action_identity, action_poses
 #: Most frames predicted (the action's frames nearest the current one).
 MAX_FRAMES = 1500
 #: Frames solved in one batch when the first of them is met: a batched solve costs a fixed
-#: part (numpy calls, the limits' set-up: one frame alone takes tens of ms) and a part per
-#: frame. A two-bone chain with k-DOP limits whose targets are mostly out of the limited
-#: reach (bench_ik_frame_time.py) took, per frame, 3.6 ms in batches of 30, 1.9 of 120, 1.1 of
-#: 240, 0.9 of 480 (CPU time, 2-core machine under load), so a limb pauses playback about
-#: 0.25 s once every 240 frames.
+#: part (numpy calls, the limits' set-up) and a part per frame: larger batches cost less a
+#: frame but pause playback longer when one is met; this size keeps that pause short.
 BATCH = 240
 
 #: Object channels that move an object's world matrix in ways not predicted here.

@@ -109,8 +109,7 @@ def _stress_from_mask(mask, layout, depth=None):
 #: Radians of swing over which a sinus texture's twist range is pooled (15 degrees): a texel
 #: holds the twists of every sample swung within about this arc of it. The range of the samples
 #: in one texel (about a degree wide) is a few degrees of twist: new motion of the same joint,
-#: swung a little differently, fell outside it almost everywhere (issue 13: 15% of a
-#: shoulder's held-out twists accepted).
+#: swung a little differently, falls outside it almost everywhere.
 TWIST_RADIUS = np.radians(15.0)
 
 
