@@ -32,6 +32,27 @@ _SAFE_THRESHOLD = 6.1e-3
 _CRITICAL_THRESHOLD = 2.5e-4
 
 
+#: How far (metres, or a BVH file's units) a joint's location must travel over a clip for the
+#: joint to carry the character's travel (:func:`carries_heading`).
+HEADING_TRAVEL = 1e-3
+
+
+def carries_heading(root, locations=(), travel=HEADING_TRAVEL):
+    """Whether a joint carries the character's heading or travel, so its limit is fitted but off
+    by default: limiting such a joint to the headings of its samples would stop a character from
+    turning. ``root``: it turns the whole character (a hierarchy's root); ``locations``: arrays
+    of its location values over time, one per channel, any of which spanning more than
+    ``travel`` makes it a mover (a BVH hips joint, a mover bone). Non-finite values are ignored."""
+    if root:
+        return True
+    for values in locations:
+        values = np.asarray(values, dtype=float)
+        values = values[np.isfinite(values)]
+        if len(values) and float(np.ptp(values)) > travel:
+            return True
+    return False
+
+
 def bone_frame_from_head_tail_roll(head, tail, roll):
     """Rest orientation of bones, as Blender builds ``Bone.matrix_local``'s rotation.
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...limits.body.skeleton import Skeleton
+from ...limits.body.skeleton import Skeleton, carries_heading
 from ...limits.geometry.quaternion import (
     euler_compatible,
     euler_from_matrix,
@@ -92,16 +92,11 @@ class BvhClip:
         the file's channel order reversed, as the importer reads it."""
         return "".join(c[0].upper() for c in self.channels[j] if c in ROTATION_CHANNELS)[::-1]
 
-    def carries_heading(self, j, travel=1e-3):
-        """Whether joint ``j`` carries the character's heading or travel, like the add-on's
-        :func:`..rig.fitting.carries_heading`: a root, or a joint whose position channels move
-        more than ``travel`` (file units) over the clip."""
-        if self.parents[j] < 0:
-            return True
+    def carries_heading(self, j):
+        """:func:`..limits.body.skeleton.carries_heading` for joint ``j``: a root, or a joint whose
+        position channels move over the clip (file units)."""
         cols = [self.columns[j] + k for k, c in enumerate(self.channels[j]) if c in POSITION_CHANNELS]
-        values = self.values[:, cols]
-        values = values[np.isfinite(values).all(axis=1)]
-        return bool(len(values)) and float(np.ptp(values, axis=0).max(initial=0.0)) > travel
+        return carries_heading(self.parents[j] < 0, self.values[:, cols].T)
 
     def rest_heads_tails(self):
         """``(J, 3)`` heads and tails of the joints' bones at rest (file axes and units), as

@@ -39,10 +39,10 @@ def groups_of(members, reuse):
 
 
 class Reuse:
-    """Parsed and stacked limits of an object's previous compile, kept through
-    :func:`invalidate`: dragging a slider recompiles the rig on every step, and parsing and
-    stacking a big rig's limits (a sinus texture is megabytes) would stall each one. Only the
-    previous compile is kept, so memory holds one generation."""
+    """Stacked limits of an object's previous compile, kept through :func:`invalidate`: dragging
+    a slider recompiles the rig on every step, and stacking a big rig's limits (a sinus texture
+    is megabytes) would stall each one. Parsing is the store's (:func:`..io.storage.read_limit`).
+    Only the previous compile is kept, so memory holds one generation."""
 
     def __init__(self, previous=None):
         self.previous = previous or {}
@@ -109,20 +109,14 @@ def _limbs(obj):
 def _compile(obj, bone_names):
     reuse = Reuse(state.reuse.get(obj.as_pointer()))
     entries = []  # (row, pose bone, limit, group key, identity) of every readable limited bone
-    prefetch_limits(
-        [
-            pb
-            for pb in obj.pose.bones
-            if pb.joint_limit.enabled and pb.joint_limit.has_limit and ("bone",) + _identity(pb.joint_limit) not in reuse.previous
-        ]
-    )
+    prefetch_limits([pb for pb in obj.pose.bones if pb.joint_limit.enabled and pb.joint_limit.has_limit])
     for row, pose_bone in enumerate(obj.pose.bones):
         settings = pose_bone.joint_limit
         if not settings.enabled or not settings.has_limit:
             continue
         identity = _identity(settings)
         try:
-            limit = reuse.get(("bone",) + identity, lambda pb=pose_bone: read_limit(pb))
+            limit = read_limit(pose_bone)  # (parsed once a session: the store's parse cache)
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
             state.report_once(

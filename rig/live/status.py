@@ -7,27 +7,13 @@ from ...limits.model import SIGNED_DISTANCE, STRESS
 from ..io.pose_io import local_quaternion
 from ..io.storage import read_limit
 
-_parsed = {}
-
-
-def _limit(pose_bone):
-    settings = pose_bone.joint_limit
-    key = (settings.limit_token, settings.use_softening, settings.soft_radius, settings.soft_falloff)
-    limit = _parsed.get(key)
-    if limit is None:
-        limit = read_limit(pose_bone)
-        if len(_parsed) > 256:
-            _parsed.clear()
-        _parsed[key] = limit
-    return limit
-
 
 def _fitted_limit(pose_bone):
     """The bone's limit for display, or ``None`` (not fitted, or unreadable)."""
     if not pose_bone.joint_limit.has_limit:
         return None
     try:
-        return _limit(pose_bone)
+        return read_limit(pose_bone)
     except ValueError:
         return None
 
@@ -52,7 +38,7 @@ def bone_status(pose_bone):
     if not pose_bone.joint_limit.has_limit:
         return ("Not fitted", None)
     try:
-        limit = _limit(pose_bone)
+        limit = read_limit(pose_bone)
     except ValueError as err:
         return (f"Unreadable limit: {err}", None)
     q = local_quaternion(pose_bone)

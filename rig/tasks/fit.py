@@ -6,6 +6,7 @@ import json
 import bpy
 import numpy as np
 
+from ...limits.body.skeleton import carries_heading as skeleton_carries_heading
 from ...limits.constants import BONE_AXIS
 from ...limits.geometry.swing_twist import twist_axis_from_children
 from ...limits.joint import JointLimit
@@ -105,26 +106,19 @@ def fit_pose_bone(obj, pose_bone, mirror=False):
     return limit
 
 
-def carries_heading(obj, pose_bone, travel=1e-3):
-    """Whether the bone carries the character's heading or travel, so its limit is off by
-    default (fitted, but not enforced until turned on): the root of a hierarchy (no parent, and
-    children: turning it turns the whole character), or a bone whose location is keyed and moves
-    more than ``travel`` (metres) in the object's action (a BVH hips bone, a mover bone).
-    Limiting such a bone to the headings of its samples stops a character from turning (issue
-    13: a turning walk's hips went from 44.6 to 2.9 degrees)."""
-    if pose_bone.parent is None and pose_bone.children:
-        return True
+def carries_heading(obj, pose_bone):
+    """:func:`..limits.body.skeleton.carries_heading` for a pose bone: a root with children, or a
+    bone whose keyed location moves in the object's action."""
+    locations = []
     anim = obj.animation_data
-    if anim is None or anim.action is None:
-        return False
-    path = f'pose.bones["{pose_bone.name}"].location'
-    for fc in action_fcurves(obj, anim.action):
-        if fc.data_path == path and len(fc.keyframe_points) > 1:
-            values = np.empty(2 * len(fc.keyframe_points))
-            fc.keyframe_points.foreach_get("co", values)
-            if np.ptp(values[1::2]) > travel:
-                return True
-    return False
+    if anim is not None and anim.action is not None:
+        path = f'pose.bones["{pose_bone.name}"].location'
+        for fc in action_fcurves(obj, anim.action):
+            if fc.data_path == path and len(fc.keyframe_points) > 1:
+                values = np.empty(2 * len(fc.keyframe_points))
+                fc.keyframe_points.foreach_get("co", values)
+                locations.append(values[1::2])
+    return skeleton_carries_heading(pose_bone.parent is None and bool(pose_bone.children), locations)
 
 
 def fit_bones(obj, bone_names, actions, model=None, mode=None):
