@@ -141,7 +141,7 @@ def test_sinus_cone_and_boundary_tour_agree(textured, addon):
     obj, pb = textured
     q = addon.limits.geometry.quaternion
     assert bpy.ops.pose.joint_limits_texture_cone() == {"FINISHED"}
-    cone = bpy.data.objects[addon.rig.tasks.cone.cone_name(obj, pb)]
+    cone = bpy.data.objects[addon.rig.tasks.texture.cone_name(obj, pb)]
     assert len(cone.data.vertices) == 65 and len(cone.data.polygons) == 65
     assert bpy.ops.pose.joint_limits_boundary_tour(count=64) == {"FINISHED"}
     tour = obj.animation_data.action

@@ -7,8 +7,15 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ...limits.model import TEXTURE
 from ...limits.registry import model_class
-from ...rig.tasks.cone import boundary_tour, cone_name, update_cone
-from ...rig.tasks.texture import edit_image, export_texture, import_texture, rebuild_from_image
+from ...rig.tasks.texture import (
+    boundary_tour,
+    cone_name,
+    edit_image,
+    export_texture,
+    import_texture,
+    rebuild_from_image,
+    update_cone,
+)
 from ._common import active_bone_in_pose_mode
 
 

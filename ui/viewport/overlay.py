@@ -126,7 +126,7 @@ def overlay_data(obj, pose_bone, radius=None):
     direction), ``twist_range`` ((low, high) or None), ``picks`` (list of (3,)) and ``rest``.
     """
     from ...rig.io.pose_io import local_quaternion
-    from ...rig.tasks.cone import swing_frame
+    from ...rig.tasks.texture import swing_frame
 
     key = pose_bone.joint_limit.limit_token
     if not key or not pose_bone.joint_limit.has_limit:

@@ -37,9 +37,8 @@ from ...limits.models.sinus.texture import MASK, STRESS
 from ...rig.io.app_handlers import install, uninstall
 from ...rig.io.exported import PROP_ARMATURE, PROP_BONE
 from ...rig.io.storage import write_limit
-from ...rig.tasks.cone import swing_frame
 from ...rig.tasks.display import display_object, place_at_bone
-from ...rig.tasks.texture import texture_limit
+from ...rig.tasks.texture import swing_frame, texture_limit
 
 #: Sphere radius as a fraction of the bone length.
 RADIUS_FACTOR = 0.6

@@ -56,7 +56,7 @@ def twist_to(pose_bone, twist):
 
 def sphere_geometry(obj, pose_bone):
     """``(centre (3,), radius, frame (3, 3))`` of the swing sphere in world space."""
-    from ...rig.tasks.cone import swing_frame
+    from ...rig.tasks.texture import swing_frame
 
     m = np.array(obj.matrix_world @ swing_frame(pose_bone, reference_of(pose_bone)))
     radius = overlay.RADIUS_FACTOR * pose_bone.bone.length
