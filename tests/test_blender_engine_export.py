@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from rigs import expect_error, fitted_rig, select_only
 
+pytestmark = pytest.mark.blender42
+
 
 def _read(addon, path):
     return addon.limits.engine_export.read_export(path.read_text(encoding="utf-8"))
