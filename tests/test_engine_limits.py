@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from jsonschema import ValidationError
 from jsonschema.validators import validator_for
+from pxr import Sdf, Usd, UsdPhysics
 from referencing import Registry, Resource
 
 from limits import engine_export as ee
@@ -21,7 +22,9 @@ from limits import quaternion as q_lib
 from limits.fidelity import fidelity
 from limits.joint import JointLimit
 from limits.model import model_class, model_kinds
+from limits.motion import range_of_motion
 from limits.serialize import limit_from_json, limit_to_json
+from limits.skeleton import humanoid_skeleton
 from limits.swing_twist import rotation_from_direction_twist
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "limits" / "schema"
@@ -265,6 +268,81 @@ def test_the_usd_layer_holds_the_numbers_of_the_export(cone_bone):
     assert values["jointLimits:bone"] == "upper.L" and values["jointLimits:breakMarginDeg"] == el.DEFAULT_BREAK_MARGIN_DEG
     assert values["physics:axis"] == "X"
     assert "rel physics:body0 = </Rig/Bodies/root>" in text and 'def Xform "root"' in text
+
+
+def _humanoid_bones():
+    """The embedded demo's rig as the export reads it: the 21-bone humanoid (limits/skeleton.py)
+    at rest, as rig/humanoid.py builds it, each bone with its samples of the demo's
+    range-of-motion take (no learned limit: the approximations are fitted to the samples)."""
+    skeleton = humanoid_skeleton()
+    take = range_of_motion(skeleton, frames=600)
+
+    def rest(i):
+        matrix = np.eye(4)
+        matrix[:3, :3] = q_lib.matrix_from_quaternion(skeleton.rest_rotations[i])
+        matrix[:3, 3] = skeleton.heads[i]
+        return matrix
+
+    return [
+        {
+            "name": name,
+            "parent": None if skeleton.parents[i] < 0 else skeleton.names[skeleton.parents[i]],
+            "matrix": rest(i),
+            "parent_matrix": None if skeleton.parents[i] < 0 else rest(skeleton.parents[i]),
+            "length": float(np.linalg.norm(skeleton.tails[i] - skeleton.heads[i])),
+            "limit": None,
+            "samples": take[:, i],
+        }
+        for i, name in enumerate(skeleton.names)
+    ]
+
+
+def _usd_physics(path):
+    """The stage of the layer at ``path`` and what Pixar's UsdPhysics parser reads from it:
+    ``{object type name: {prim path: description}}``."""
+    stage = Usd.Stage.Open(str(path))
+    parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, ["/"])  # (26.5+; LoadUsdPhysicsFromRange before, now deprecated)
+    return stage, {kind.name: {str(p): desc for p, desc in zip(paths, descs)} for kind, (paths, descs) in parsed.items()}
+
+
+def test_usd_physics_reads_the_humanoids_bodies_joints_and_limits_as_written(tmp_path):
+    data = ee.rig_export("usd", "Humanoid", _humanoid_bones(), count=1000)
+    path = tmp_path / "Humanoid.usda"
+    path.write_text(ee.export_text(data), encoding="utf-8")
+    stage, parsed = _usd_physics(path)
+    assert sorted(parsed) == ["RigidBody", "SphericalJoint"]
+    bodies, joints = parsed["RigidBody"], parsed["SphericalJoint"]
+    assert len(bodies) == 21 and len(joints) == 21  # each bone a body and a joint (the hips' to the world)
+    f32 = np.float32  # USD's float attributes hold the written doubles rounded to float32
+    for entry in data["bones"]:
+        name, cone = ee.usd_name(entry["bone"]), entry["approximations"]["cone"]
+        body = bodies[f"/Humanoid/Bodies/{name}"]
+        assert body.rigidBodyEnabled and not body.kinematicBody
+        rest = np.asarray(entry["rest"]["matrix"])  # written transposed (USD's row vectors): read back as Blender's
+        np.testing.assert_allclose(list(body.position), rest[:3, 3], atol=1e-6)
+        rotation = [body.rotation.GetReal(), *body.rotation.GetImaginary()]
+        assert q_lib.quaternion_angle(rotation, q_lib.quaternion_from_matrix(rest[:3, :3])) < 1e-5, name
+
+        joint = joints[f"/Humanoid/Joints/{name}"]
+        parent = entry["parent"]
+        assert joint.body0 == (Sdf.Path() if parent is None else Sdf.Path(f"/Humanoid/Bodies/{ee.usd_name(parent)}"))
+        assert joint.body1 == Sdf.Path(f"/Humanoid/Bodies/{name}")
+        assert joint.jointEnabled and joint.axis == UsdPhysics.Axis.X and cone["axis"] == "X"
+        assert joint.limit.enabled
+        assert (joint.limit.lower, joint.limit.upper) == (f32(cone["coneAngle0Limit"]), f32(cone["coneAngle1Limit"]))
+        assert 0 < joint.limit.lower < 180 and 0 < joint.limit.upper < 180  # degrees
+        assert list(joint.localPose0Position) == list(map(f32, cone["localPos0"]))
+        assert list(joint.localPose1Position) == list(map(f32, cone["localPos1"]))
+        for quat, wxyz in (
+            (joint.localPose0Orientation, cone["localRot0_wxyz"]),
+            (joint.localPose1Orientation, cone["localRot1_wxyz"]),
+        ):
+            np.testing.assert_allclose([quat.GetReal(), *quat.GetImaginary()], wxyz, atol=1e-6)  # normalised in float32
+        # UsdPhysics gives twist limits to generic joints only: the parser's spherical joint has
+        # none, so the twist range is read through its LimitAPI (a PhysX-style reader does)
+        twist = UsdPhysics.LimitAPI(stage.GetPrimAtPath(f"/Humanoid/Joints/{name}"), "rotX")
+        assert (twist.GetLowAttr().Get(), twist.GetHighAttr().Get()) == (f32(cone["rotX_low"]), f32(cone["rotX_high"]))
+        assert cone["rotX_low"] < 0 < cone["rotX_high"]
 
 
 def test_break_margin_override_and_bad_values(cone_bone):
