@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from rigs import fitted_rig, set_local_rotation
 
+pytestmark = pytest.mark.blender42
+
 OUTSIDE = np.array([math.cos(0.8), math.sin(0.8), 0.0, 0.0])  # 92 degrees about X
 
 

@@ -5,7 +5,10 @@ fitted from."""
 
 import bpy
 import numpy as np
+import pytest
 from rigs import chain_rig, fitted_rig
+
+pytestmark = pytest.mark.blender42
 
 
 def _impossible(addon, obj, frames=30):

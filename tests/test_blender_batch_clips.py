@@ -12,6 +12,8 @@ import pytest
 from rigs import chain_rig, cone_motion
 from test_blender_batch import _library
 
+pytestmark = pytest.mark.blender42
+
 BONES = ("root", "upper", "lower")
 
 

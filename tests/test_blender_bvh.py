@@ -3,7 +3,10 @@
 
 import bpy
 import numpy as np
+import pytest
 from rigs import expect_error, select_only
+
+pytestmark = pytest.mark.blender42
 
 JOINTS = (  # name, parent, offset (BVH is Y up, centimetres)
     ("Hips", None, (0, 90, 0)),

@@ -8,6 +8,8 @@ import bpy
 import pytest
 from test_blender_bvh import write_bvh
 
+pytestmark = pytest.mark.blender42
+
 
 def _mangle(path, old, new, count=1):
     text = path.read_text()

@@ -3,7 +3,10 @@
 
 import bpy
 import numpy as np
+import pytest
 from rigs import chain_rig, cone_motion
+
+pytestmark = pytest.mark.blender42
 
 
 def _rig_file(addon, tmp_path):

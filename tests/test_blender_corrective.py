@@ -6,7 +6,10 @@ import math
 
 import bpy
 import numpy as np
+import pytest
 from rigs import evaluated_local_rotation, fitted_rig
+
+pytestmark = pytest.mark.blender42
 
 #: A swing of ~100 degrees: far outside the ~34 degree cone the rig is trained on.
 IMPOSSIBLE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from rigs import fitted_rig, select_only
 
+pytestmark = pytest.mark.blender42
+
 
 def _entries(obj):
     text = obj.data.joint_limits_data

@@ -7,6 +7,9 @@ import sys
 
 import bpy
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.blender42
 
 #: The pictures the demo draws (with matplotlib) and the summary page shows.
 PICTURES = ("violations_all_bones.png", "limit_upper_arm_L.png", "limit_thigh_L.png", "limit_forearm_L.png", "limit_head.png")

@@ -4,11 +4,15 @@ and a short Bullet simulation."""
 
 import json
 import math
+import re
 
 import bpy
 import numpy as np
 import pytest
+from pxr import Sdf, Usd, UsdPhysics
 from rigs import expect_error, fitted_rig, select_only
+
+pytestmark = pytest.mark.blender42
 
 
 def _read(addon, path):
@@ -48,6 +52,19 @@ def test_usd_is_written_as_a_usda_layer(clean_file, addon, tmp_path):
     text = (tmp_path / "rig.usda").read_text(encoding="utf-8")  # the extension follows the format
     assert text.startswith("#usda 1.0") and 'def PhysicsSphericalJoint "lower"' in text
     assert "rel physics:body0 = </Rig/Bodies/upper>" in text
+    # what Pixar's UsdPhysics parser reads (usd-core, beside bpy's own USD): 'lower' and its
+    # parent 'upper' as rigid bodies, one spherical joint between them with the cone as written
+    stage = Usd.Stage.Open(str(tmp_path / "rig.usda"))
+    parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, ["/"])
+    bodies, _ = parsed[UsdPhysics.ObjectType.RigidBody]
+    (joint_path,), (joint,) = parsed[UsdPhysics.ObjectType.SphericalJoint]
+    assert sorted(map(str, bodies)) == ["/Rig/Bodies/lower", "/Rig/Bodies/upper"]
+    assert str(joint_path) == "/Rig/Joints/lower" and joint.jointEnabled and joint.axis == UsdPhysics.Axis.X
+    assert (joint.body0, joint.body1) == (Sdf.Path("/Rig/Bodies/upper"), Sdf.Path("/Rig/Bodies/lower"))
+    written = [float(re.search(rf"float physics:{key} = (\S+)", text)[1]) for key in ("coneAngle0Limit", "coneAngle1Limit")]
+    assert joint.limit.enabled and [joint.limit.lower, joint.limit.upper] == [float(np.float32(v)) for v in written]
+    # the cone motion swings up to 0.6 rad: the cone's half angles (degrees) are about that
+    assert all(math.degrees(0.45) < v < math.degrees(0.75) for v in written)
 
 
 def test_bones_without_samples_are_refused_in_the_status_bar(clean_file, addon, tmp_path):

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from rigs import evaluated_local_rotation, fitted_rig, select_only
 
+pytestmark = pytest.mark.blender42
+
 #: Slack of the IK results against the exported limits, radians per angle. The solver clamps
 #: each iteration's update onto the boundary in single precision: the results measured here
 #: (bpy 5.0.1) were all within 1e-7 rad of it, half of them on it.

@@ -82,6 +82,7 @@ def _targets(count, seed=0):
     return np.array([0.0, 0.0, 1.0]) + directions * rng.uniform(0.3, 2.8, size=(count, 1))
 
 
+@pytest.mark.blender42
 @pytest.mark.parametrize("pole_angle", [0.0, 0.3, -1.2])
 def test_the_solver_poses_a_limb_as_blenders_ik_does(clean_file, addon, pole_angle):
     """The chain conventions and the pole rule of limits/ik.py against Blender's own IK."""
@@ -185,6 +186,7 @@ def _rigify_style_limb(addon):
     return obj
 
 
+@pytest.mark.blender42
 def test_a_rigify_style_limb_is_solved_within_the_limits_fitted_on_its_org_bones(clean_file, addon):
     obj = _rigify_style_limb(addon)
     limits = [addon.rig.io.storage.read_limit(obj.pose.bones[n]) for n in ("ORG-upper", "ORG-lower")]
@@ -242,6 +244,7 @@ def test_a_three_bone_chain_is_solved_within_its_limits(clean_file, addon):
     assert math.degrees(worst) < 0.5
 
 
+@pytest.mark.blender42
 def test_a_keyed_target_is_followed_within_the_limits_on_frame_change(clean_file, addon, tmp_path):
     obj, target, _pole, con = _limb(addon)
     limits = _limits(addon, obj)
@@ -302,6 +305,7 @@ def test_a_limb_range_fitted_on_org_bones_reaches_the_mechanism_chain(clean_file
     assert chain.limb is not None
 
 
+@pytest.mark.blender42
 def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon, monkeypatch):
     """Keyed motion (the rig's limited root and the IK target) is solved a batch of frames at a
     time (rig/ik_lookahead.py): playing it solves no frame on its own, and every frame's pose is
@@ -361,6 +365,7 @@ def test_a_keyed_action_is_solved_ahead_as_each_frame_would_be(clean_file, addon
             assert q_lib.quaternion_angle(q, expected) < math.radians(0.01), frame
 
 
+@pytest.mark.blender42
 def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution(clean_file, addon, monkeypatch):
     """Two held limbs, one below the other (upper-lower, then hand-finger), both aiming at keyed
     Empties: the lower limb's key holds the upper's (its root's parent is the upper limb's
@@ -417,6 +422,7 @@ def test_a_chain_hanging_from_another_held_chain_is_solved_ahead_on_its_solution
     assert not solved, f"{len(solved)} frames solved one at a time"
 
 
+@pytest.mark.blender42
 def test_a_keyed_target_of_a_limb_range_is_solved_ahead_relocated(clean_file, addon, monkeypatch):
     """A limb with a limb range of motion (no per-joint limits) aiming at a keyed target, in and
     out of its workspace: solved ahead in one batch (the pre-step vectorized over frames), each

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, evaluated_local_rotation, expect_error, select_only
 
+pytestmark = pytest.mark.blender42
+
 OUTSIDE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
 FRAMES = 60
 #: Stored entries no write of the add-on makes, as a damaged or hand-edited file could hold.

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, expect_error, select_only
 
+pytestmark = pytest.mark.blender42
+
 ROOT, MIDDLE = "upper_arm.L", "forearm.L"
 #: Frames per generated take, and the seeds of the takes sampled / held back.
 FRAMES, TRAIN_SEEDS, HELD_SEED = 2400, (0, 1, 2, 3), 99

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, select_only
 
+pytestmark = pytest.mark.blender42
+
 MODES = ("QUATERNION", "XYZ", "ZXY", "AXIS_ANGLE")
 FRAMES = 60
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from rigs import expect_error, fitted_rig
 
+pytestmark = pytest.mark.blender42
+
 KIND = "quaternion_surface"
 
 

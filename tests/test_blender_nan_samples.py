@@ -4,8 +4,11 @@ the rest pose (issue 11, item 3)."""
 
 import bpy
 import numpy as np
+import pytest
 from rigs import chain_rig, cone_motion, select_only
 from test_blender_bvh import write_bvh
+
+pytestmark = pytest.mark.blender42
 
 FRAMES = 60
 

@@ -8,6 +8,8 @@ import pytest
 from mathutils import Quaternion
 from rigs import chain_rig, cone_motion, expect_error, select_only
 
+pytestmark = pytest.mark.blender42
+
 #: A model quick to fit whose shape does not depend on the bone's axes (the Euler box's does:
 #: it is a box in the bone's own Euler angles).
 MODEL = "kdop"

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, evaluated_local_rotation
 
+pytestmark = pytest.mark.blender42
+
 OUTSIDE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])
 LIMITED = ("a", "b", "c")
 

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, expect_error, select_only
 
+pytestmark = pytest.mark.blender42
+
 
 def _rig_and_motion(addon, frames=60, seed=0):
     obj = chain_rig()

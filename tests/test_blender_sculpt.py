@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from rigs import chain_rig, cone_motion, expect_error, select_only
 
+pytestmark = pytest.mark.blender42
+
 
 def _rig(addon, model="sdf_grid", frames=120):
     obj = chain_rig()

@@ -5,7 +5,10 @@ said, by the panel, every operator and the CLI; a store that is only detached is
 
 import bpy
 import numpy as np
+import pytest
 from rigs import fitted_rig
+
+pytestmark = pytest.mark.blender42
 
 
 def _delete_store(obj):

@@ -3,7 +3,10 @@
 leaves the bone's stored limit and its model setting as they were."""
 
 import bpy
+import pytest
 from rigs import expect_error, fitted_rig
+
+pytestmark = pytest.mark.blender42
 
 
 def _unchanged(pb, before):

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from rigs import cone_motion, evaluated_local_rotation, expect_error, fitted_rig, select_only, set_local_rotation
 
+pytestmark = pytest.mark.blender42
+
 MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
 #: A swing of ~100 degrees: far outside the ~34 degree cone the rig is trained on.
 IMPOSSIBLE = np.array([math.cos(0.87), math.sin(0.87), 0.0, 0.0])

@@ -7,11 +7,17 @@ import json
 import math
 import re
 from pathlib import Path
+from urllib.parse import urljoin
 
 import numpy as np
 import pytest
-from json_schema_subset import SchemaError, validate
+from jsonschema import ValidationError
+from jsonschema.validators import validator_for
+from pxr import Sdf, Usd, UsdPhysics
+from referencing import Registry, Resource
 
+from limits.body.motion import range_of_motion
+from limits.body.skeleton import humanoid_skeleton
 from limits.export import engine_export as ee
 from limits.export import engine_limits as el
 from limits.export.fidelity import fidelity
@@ -24,7 +30,22 @@ from limits.serialize import limit_from_json, limit_to_json
 SCHEMAS = Path(__file__).resolve().parent.parent / "limits" / "schema"
 SCHEMA = json.loads((SCHEMAS / "joint_limit.schema.json").read_text())
 EXPORT_SCHEMA = json.loads((SCHEMAS / "engine_export.schema.json").read_text())
+#: The export schema's ``$ref: "joint_limit.schema.json"`` (the file beside it) resolves against its
+#: ``$id``: the limit schema is registered at that address, so no reference goes to the network.
+REGISTRY = Registry().with_resource(urljoin(EXPORT_SCHEMA["$id"], "joint_limit.schema.json"), Resource.from_contents(SCHEMA))
 SHAPE_KINDS = ("box", "oriented_box", "ellipsoid", "kdop")
+
+
+def validate(instance, schema):
+    """Raise jsonschema's :class:`ValidationError` unless ``instance`` matches ``schema``, checked by
+    the validator of the draft the schema declares (``$schema``: 2020-12)."""
+    validator_for(schema)(schema, registry=REGISTRY).validate(instance)
+
+
+def _reasons(error):
+    """Every reason of a :class:`ValidationError`, a line ``path: message`` each, with those of each
+    alternative of a ``oneOf`` none of which matched (``error.context``)."""
+    return "\n".join([f"{error.json_path}: {error.message}", *map(_reasons, error.context)])
 
 
 def _cone_samples(count, half_angle, twist, tilt=(0.4, 0.0, 0.2), seed=1):
@@ -186,7 +207,7 @@ def test_json_exports_read_back_with_the_same_numbers(engine, cone_bone):
     data = ee.rig_export(engine, "Rig", [cone_bone], count=2000)
     back = ee.read_export(ee.export_text(data))
     assert back == json.loads(json.dumps(data))  # every number bit for bit
-    validate(back, EXPORT_SCHEMA, schemas={"joint_limit.schema.json": SCHEMA})
+    validate(back, EXPORT_SCHEMA)
     entry = back["bones"][0]
     assert entry["bone"] == "upper.L" and entry["parent"] == "root"
     assert entry["break_margin_deg"] == el.DEFAULT_BREAK_MARGIN_DEG
@@ -249,6 +270,81 @@ def test_the_usd_layer_holds_the_numbers_of_the_export(cone_bone):
     assert "rel physics:body0 = </Rig/Bodies/root>" in text and 'def Xform "root"' in text
 
 
+def _humanoid_bones():
+    """The embedded demo's rig as the export reads it: the 21-bone humanoid (limits/skeleton.py)
+    at rest, as rig/humanoid.py builds it, each bone with its samples of the demo's
+    range-of-motion take (no learned limit: the approximations are fitted to the samples)."""
+    skeleton = humanoid_skeleton()
+    take = range_of_motion(skeleton, frames=600)
+
+    def rest(i):
+        matrix = np.eye(4)
+        matrix[:3, :3] = q_lib.matrix_from_quaternion(skeleton.rest_rotations[i])
+        matrix[:3, 3] = skeleton.heads[i]
+        return matrix
+
+    return [
+        {
+            "name": name,
+            "parent": None if skeleton.parents[i] < 0 else skeleton.names[skeleton.parents[i]],
+            "matrix": rest(i),
+            "parent_matrix": None if skeleton.parents[i] < 0 else rest(skeleton.parents[i]),
+            "length": float(np.linalg.norm(skeleton.tails[i] - skeleton.heads[i])),
+            "limit": None,
+            "samples": take[:, i],
+        }
+        for i, name in enumerate(skeleton.names)
+    ]
+
+
+def _usd_physics(path):
+    """The stage of the layer at ``path`` and what Pixar's UsdPhysics parser reads from it:
+    ``{object type name: {prim path: description}}``."""
+    stage = Usd.Stage.Open(str(path))
+    parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, ["/"])  # (26.5+; LoadUsdPhysicsFromRange before, now deprecated)
+    return stage, {kind.name: {str(p): desc for p, desc in zip(paths, descs)} for kind, (paths, descs) in parsed.items()}
+
+
+def test_usd_physics_reads_the_humanoids_bodies_joints_and_limits_as_written(tmp_path):
+    data = ee.rig_export("usd", "Humanoid", _humanoid_bones(), count=1000)
+    path = tmp_path / "Humanoid.usda"
+    path.write_text(ee.export_text(data), encoding="utf-8")
+    stage, parsed = _usd_physics(path)
+    assert sorted(parsed) == ["RigidBody", "SphericalJoint"]
+    bodies, joints = parsed["RigidBody"], parsed["SphericalJoint"]
+    assert len(bodies) == 21 and len(joints) == 21  # each bone a body and a joint (the hips' to the world)
+    f32 = np.float32  # USD's float attributes hold the written doubles rounded to float32
+    for entry in data["bones"]:
+        name, cone = ee.usd_name(entry["bone"]), entry["approximations"]["cone"]
+        body = bodies[f"/Humanoid/Bodies/{name}"]
+        assert body.rigidBodyEnabled and not body.kinematicBody
+        rest = np.asarray(entry["rest"]["matrix"])  # written transposed (USD's row vectors): read back as Blender's
+        np.testing.assert_allclose(list(body.position), rest[:3, 3], atol=1e-6)
+        rotation = [body.rotation.GetReal(), *body.rotation.GetImaginary()]
+        assert q_lib.quaternion_angle(rotation, q_lib.quaternion_from_matrix(rest[:3, :3])) < 1e-5, name
+
+        joint = joints[f"/Humanoid/Joints/{name}"]
+        parent = entry["parent"]
+        assert joint.body0 == (Sdf.Path() if parent is None else Sdf.Path(f"/Humanoid/Bodies/{ee.usd_name(parent)}"))
+        assert joint.body1 == Sdf.Path(f"/Humanoid/Bodies/{name}")
+        assert joint.jointEnabled and joint.axis == UsdPhysics.Axis.X and cone["axis"] == "X"
+        assert joint.limit.enabled
+        assert (joint.limit.lower, joint.limit.upper) == (f32(cone["coneAngle0Limit"]), f32(cone["coneAngle1Limit"]))
+        assert 0 < joint.limit.lower < 180 and 0 < joint.limit.upper < 180  # degrees
+        assert list(joint.localPose0Position) == list(map(f32, cone["localPos0"]))
+        assert list(joint.localPose1Position) == list(map(f32, cone["localPos1"]))
+        for quat, wxyz in (
+            (joint.localPose0Orientation, cone["localRot0_wxyz"]),
+            (joint.localPose1Orientation, cone["localRot1_wxyz"]),
+        ):
+            np.testing.assert_allclose([quat.GetReal(), *quat.GetImaginary()], wxyz, atol=1e-6)  # normalised in float32
+        # UsdPhysics gives twist limits to generic joints only: the parser's spherical joint has
+        # none, so the twist range is read through its LimitAPI (a PhysX-style reader does)
+        twist = UsdPhysics.LimitAPI(stage.GetPrimAtPath(f"/Humanoid/Joints/{name}"), "rotX")
+        assert (twist.GetLowAttr().Get(), twist.GetHighAttr().Get()) == (f32(cone["rotX_low"]), f32(cone["rotX_high"]))
+        assert cone["rotX_low"] < 0 < cone["rotX_high"]
+
+
 def test_break_margin_override_and_bad_values(cone_bone):
     data = ee.rig_export("physx", "Rig", [cone_bone], break_margin=25.0, count=1000)
     assert data["bones"][0]["break_margin_deg"] == 25.0
@@ -303,6 +399,36 @@ def fitted_kinds():
     return cloud, out
 
 
+#: Keywords with no effect on validation that the schemas may use (JSON Schema 2020-12).
+ANNOTATIONS = {"$schema", "$id", "$defs", "$comment", "title", "description", "default", "examples"}
+SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "dependentSchemas"}  # name -> subschema
+SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+
+
+def _unknown_keywords(schema, known, path="#"):
+    """Keywords the validator would silently ignore (a misspelt 'requried' checks nothing)."""
+    unknown = [f"{path}/{key}" for key in schema if key not in known]
+    for key, value in schema.items():
+        if key in SCHEMA_MAPS:
+            subs = [(f"{path}/{key}/{name}", sub) for name, sub in value.items()]
+        elif key in SCHEMA_LISTS:
+            subs = [(f"{path}/{key}/{i}", sub) for i, sub in enumerate(value)]
+        elif isinstance(value, dict) and key not in ("const", "enum", "default"):
+            subs = [(f"{path}/{key}", value)]  # items, additionalProperties, not, ...
+        else:
+            subs = []
+        for sub_path, sub in subs:
+            unknown += _unknown_keywords(sub, known, sub_path)
+    return unknown
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, EXPORT_SCHEMA], ids=["joint_limit", "engine_export"])
+def test_the_schemas_are_valid_json_schema_with_no_unknown_keyword(schema):
+    validator = validator_for(schema)
+    validator.check_schema(schema)  # against the draft's meta-schema
+    assert _unknown_keywords(schema, set(validator.VALIDATORS) | ANNOTATIONS) == []
+
+
 def test_the_schema_names_every_stored_kind_and_its_parameters():
     alternatives = [ref["$ref"].rsplit("/", 1)[1] for ref in SCHEMA["properties"]["model"]["oneOf"]]
     assert set(alternatives) | {"auto"} == {kind for kind, _, _ in model_kinds()}
@@ -316,7 +442,7 @@ def test_the_schema_names_every_stored_kind_and_its_parameters():
 def test_every_kind_written_by_serialize_matches_the_schema(fitted_kinds):
     _, limits = fitted_kinds
     for limit in limits.values():
-        validate(json.loads(limit_to_json(limit)), SCHEMA)  # raises SchemaError naming the path
+        validate(json.loads(limit_to_json(limit)), SCHEMA)  # raises ValidationError naming the path
     assert len(limits) == 12
 
 
@@ -338,26 +464,27 @@ def test_files_of_earlier_versions_still_match_the_schema(fitted_kinds):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (lambda d: d.update(version=2), r"\$\.version: expected 1"),
-        (lambda d: d["model"].update(kind="cube"), r"\$\.model: must match exactly one"),
-        (lambda d: d.pop("centre"), "missing 'centre'"),
-        (lambda d: d["model"]["params"].pop("maxs"), "missing 'maxs'"),
-        (lambda d: d["model"]["config"].update(mode="HALF"), "'HALF' is not one of"),
-        (lambda d: d["reference"].update(shape=[3]), r"\$\.reference\.shape"),
+        (lambda d: d.update(version=2), r"^\$\.version: 1 was expected$"),
+        (lambda d: d["model"].update(kind="cube"), r"^\$\.model: .* is not valid under any of the given schemas$"),
+        (lambda d: d.pop("centre"), r"^\$: 'centre' is a required property$"),
+        (lambda d: d["model"]["params"].pop("maxs"), r"^\$\.model\.params: 'maxs' is a required property$"),
+        (lambda d: d["model"]["config"].update(mode="HALF"), r"^\$\.model\.config\.mode: 'HALF' is not one of"),
+        (lambda d: d["reference"].update(shape=[3]), r"^\$\.reference\.shape: "),
     ],
 )
 def test_the_schema_refuses_what_the_reader_refuses(fitted_kinds, change, match):
     data = json.loads(limit_to_json(fitted_kinds[1][("box", "SWING_TWIST")]))
     change(data)
-    with pytest.raises(SchemaError, match=match):
+    with pytest.raises(ValidationError) as refused:
         validate(data, SCHEMA)
+    assert re.search(match, _reasons(refused.value), re.MULTILINE), _reasons(refused.value)
 
 
 def test_every_kind_exports_to_an_engine(fitted_kinds):
     cloud, limits = fitted_kinds
     bones = [_bone(limit, cloud, name=f"{kind}_{mode}") for (kind, mode), limit in limits.items()]
     data = ee.rig_export("json", "Rig", bones, count=1000)
-    validate(json.loads(ee.export_text(data)), EXPORT_SCHEMA, schemas={"joint_limit.schema.json": SCHEMA})
+    validate(json.loads(ee.export_text(data)), EXPORT_SCHEMA)
     for entry, limit in zip(data["bones"], limits.values()):
         assert entry["approximations"]["cone"]["fidelity"]["limit_volume"] > 0
         back = limit_from_json(json.dumps(entry["limit"]))  # the learned limit travels whole in JSON exports
