@@ -2,7 +2,7 @@
 """Frame time of a rig whose limbs are posed by IK (issue 12's bench): 60 limited bones, four of
 them two-bone limbs with Blender's IK constraint aiming at Empties keyed to wander in and out
 of the limbs' limited reach. Played with live enforcement on (the limbs solved within their
-limits by rig/limited_ik.py, keyed frames in batches ahead by rig/ik_lookahead.py) against the
+limits by rig/live/limited_ik.py, keyed frames in batches ahead by rig/live/ik_lookahead.py) against the
 same rig with Blender's IK alone and enforcement off. Target (issue 12): <= 1.5x. Two floors
 are measured in the same run: what a held limb costs at least (Blender's IK muted, a handler
 that only writes the limbs' correctives: Blender then evaluates the rig again), and the

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Limb range of motion on a rig (issue 12's bench, part 3): the humanoid's four limbs (upper
 arm + forearm, thigh + shin) sampled from generated range-of-motion takes and fitted with Fit
-Limb Range's code (rig/limb.py). Prints per limb the fit time, the lookup built on the first
+Limb Range's code (rig/tasks/limb.py). Prints per limb the fit time, the lookup built on the first
 query, the bytes it keeps (model and stored JSON) and relocation queries per second: a batch
 (half of the ends outside the workspace) and one end at a time (what live IK asks per chain
 and frame, with the swivel clamp: ``limit``).

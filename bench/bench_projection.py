@@ -21,7 +21,7 @@ precomputed tables and the exhaustive edge scan as fallback. The loop runs on ``
 rotations and its rate is scaled; the ``agree`` column is the largest angle (degrees) between
 the loop's and numpy's results on those rotations (mathutils stores float32, which can tip the
 k-DOP's choice between an edge and a neighbouring vertex: the numpy result is the certified
-nearest point, see ``tests/test_kdop.py``). ``near M/s`` is numpy's rate on rotations drawn
+nearest point, see ``tests/limits/models/test_kdop.py``). ``near M/s`` is numpy's rate on rotations drawn
 like the data (mostly allowed, as in live use), where most of the work is skipped.
 """
 

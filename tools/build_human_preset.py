@@ -161,7 +161,7 @@ def preset_text(clip, joints, bones, unmatched, not_in_preset, notes, step):
             "frames_used": f"2..{clip.frame_count} (frame 1 is the T-pose before the take)",
         },
         "rotations": "per anatomical joint, rotation vectors (axis times angle, radians) of its bone's segment frame "
-        "against its parent's (limits/retarget.py), in time order",
+        "against its parent's (limits/body/retarget.py), in time order",
         "blocks": BLOCKS,
         "source_bones": bones,
         "source_bones_unmatched": unmatched,

@@ -180,7 +180,7 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     )
     limb_data: StringProperty(
         name="Limb Range",
-        description="Range of motion of the limb this bone is the middle of (JSON; rig/limb.py)",
+        description="Range of motion of the limb this bone is the middle of (JSON; rig/tasks/limb.py)",
         options={"HIDDEN"},
         update=_changed,
         **_stored("limb"),
@@ -208,7 +208,7 @@ class JointLimitSettings(bpy.types.PropertyGroup):
     last_error: StringProperty(name="Last Error", default="", options={"HIDDEN"})
     held_ik: StringProperty(
         name="Held IK",
-        description="The IK constraint of this bone that live enforcement mutes and solves within the limits (rig/limited_ik.py)",
+        description="The IK constraint of this bone that live enforcement mutes and solves within the limits (rig/live/limited_ik.py)",
         default="",
         options={"HIDDEN"},
     )

@@ -3,13 +3,13 @@
 
 Kelly's "Pose Helper" (seed 003, "Model Posing", "Setting Twist"): a sphere centred on the bone
 head, in the frame the bone's swings are measured in (its parent's pose, the rest pose and the
-limit's reference: ``rig/cone.py``'s ``swing_frame``), shows where the bone may point; the
+limit's reference: ``rig/tasks/texture.py``'s ``swing_frame``), shows where the bone may point; the
 animator drags on it to swing the bone and on a disk about the bone axis to twist it.
 
 Conventions are those of :mod:`.sinus_texture`: a reference-relative rotation ``q`` splits into
 a swing *direction* ``d = q (+Y) q*`` (unit, in the swing frame) and a twist angle about +Y in
 ``(-pi, pi]`` (:func:`.swing_twist.direction_twist`); ``rotation_from_direction_twist``
-composes them back. Everything here works on plain arrays; ``rig/overlay.py`` and the
+composes them back. Everything here works on plain arrays; ``ui/viewport/overlay.py`` and the
 operators feed it mouse rays and frames from Blender.
 """
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The sphere of swing directions flattened into a disc, and a limit sampled on it: what the
-viewport's swing sphere shows (``rig/overlay.py``), as data for a 2-D picture.
+viewport's swing sphere shows (``ui/viewport/overlay.py``), as data for a 2-D picture.
 
 Directions are those of :mod:`.pose_helper`: where the bone's +Y axis points after a
 reference-relative rotation, in the swing frame (+Y is the limit's reference direction). The

@@ -342,7 +342,7 @@ def bullet_euler_from_quaternion(q):
     matrix column first: its angles are those of ``R^-1 = Rx(x) Ry(y) Rz(z)``, so
     ``R = Rz(-z) Ry(-y) Rx(-x)`` (Blender's ``'XYZ'`` Euler of ``R``, negated), the branch with
     ``y`` in ``[-pi/2, pi/2]``. Measured in Blender: a body held by asymmetric limits comes to
-    rest on them in this reading (tests/test_blender_engine_export.py)."""
+    rest on them in this reading (tests/rig/tasks/test_export.py)."""
     m = np.swapaxes(matrix_from_quaternion(q), -1, -2)  # R^-1
     y = np.arcsin(np.clip(m[..., 0, 2], -1.0, 1.0))
     regular = np.abs(m[..., 0, 2]) < 1.0 - 1e-12

@@ -38,7 +38,7 @@ Layouts
     across: the worst texels sit right at the rest pose.
 
 Why ``"equal_area"`` is the default (measured by :func:`distortion`; 256 x 256 for the
-octahedral layouts, Kelly's 512 x 256; ``tests/test_sinus_texture.py`` checks the ordering):
+octahedral layouts, Kelly's 512 x 256; ``tests/limits/models/sinus/test_texture.py`` checks the ordering):
 
 =============  ================  =============  ==============  ================
 layout         solid-angle       largest texel  mean texel      texel at +Y

@@ -620,7 +620,7 @@ def solve_two_bone(
     3. When no swivel allows that reach, the reachable set of the tip under the limits is
        searched: a grid of swivels and bends (each joint projected into its limit), the best
        few candidates polished by projected CCD, the closest kept. This is a local search
-       from a global grid: near the brute-force optimum (see ``tests/test_ik.py``), not a
+       from a global grid: near the brute-force optimum (see ``tests/limits/ik/test_chain.py``), not a
        proof of it.
     """
     if len(chain) != 2:

@@ -23,7 +23,7 @@ up without evaluating the rig (so a remembered frame costs little), and a keyed 
 (:mod:`.ik_lookahead`). Other chains are keyed by their evaluated inputs, rounded.
 
 Where a limited chain is inside its limits this is the pose Blender's IK gives (to 0.003
-degrees at pole angle 0, 0.4 degrees at others: tests/test_blender_ik_live.py). Read: chain
+degrees at pole angle 0, 0.4 degrees at others: tests/rig/live/test_limited_ik.py). Read: chain
 length, use tail, pole target (object or bone) and pole angle, influence; stretch is not
 modelled (a chain is never stretched) nor is the iTaSC solver's extra settings. A held IK is
 released (unmuted) when enforcement is switched off, before a save (the saved file is the

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Painting operators: paint the active bone's sinus texture on a sphere at the bone in
 Texture Paint, pick an allowed / forbidden / stress brush, rebuild the limit. Thin over
-``rig/paint.py``."""
+``ui/viewport/paint.py``."""
 
 import bpy
 from bpy.props import EnumProperty

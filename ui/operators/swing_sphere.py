@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Swing sphere operators: drag on the sphere to swing the active bone, key the picks along
-great arcs, add them to the rotation cloud. Thin over ``rig/posing.py`` (tested maths)."""
+great arcs, add them to the rotation cloud. Thin over ``ui/viewport/posing.py`` (tested maths)."""
 
 import bpy
 import numpy as np

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Twist disk operators: drag about the bone axis to twist the active bone, and record its
 twist as a twist limit at the current swing (Kelly's "Setting Twist"). Thin over
-``rig/posing.py``."""
+``ui/viewport/posing.py``."""
 
 import bpy
 import numpy as np

@@ -35,7 +35,7 @@ ROW_WIDTH = 4096
 CREATE_INFO_DEFINE = "JL_CREATE_INFO"
 
 #: A shader file names the function libraries it uses (prepended in this order) in lines
-#: ``// Requires: name.glsl``; ``tests/test_shaders.py`` reads the same lines.
+#: ``// Requires: name.glsl``; ``tests/ui/test_shaders.py`` reads the same lines.
 REQUIRES = re.compile(r"^// Requires: (\S+\.glsl)\s*$", re.MULTILINE)
 
 _SHADERS = {}

@@ -8,7 +8,7 @@ ends.
 The paint image has the texture's size and layout and holds, as colours, what an artist
 paints: G the allowed mask (1 allowed, 0 forbidden; thresholded at 0.5), R the stress (0..1),
 B unused. So the allowed region shows green, stressed swings yellow, forbidden swings red or
-black. It is separate from the model's packed image (``rig/texture.py``: R mask, G / B twist
+black. It is separate from the model's packed image (``rig/tasks/texture.py``: R mask, G / B twist
 radians, A stress) because Blender's paint blend modes clamp negative values and rescale RGB by
 alpha, which would corrupt twist angles; the twist channels come from the model (and its twist
 keys) when the limit is rebuilt. :data:`BRUSHES` sets the active brush to add or subtract

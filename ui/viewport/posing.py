@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The bpy edge of the swing sphere and twist disk: posing a bone from a picked direction or a
 twist angle, keying Kelly's "Draw Interpolation", adding picks to the rotation cloud, and twist
-keys that rebuild a sinus texture's twist channels. The maths is in ``limits/pose_helper.py``.
+keys that rebuild a sinus texture's twist channels. The maths is in ``limits/authoring/pose_helper.py``.
 """
 
 import numpy as np
