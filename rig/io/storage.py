@@ -115,6 +115,11 @@ _parsed = collections.OrderedDict()
 #: At most this many bytes of model parameters are remembered (200 sinus textures: 100 MB).
 PARSED_CACHE_BYTES = 512 << 20
 _parsed_bytes = [0]
+#: ``(field, token)`` -> the key of what that token's text parsed to when a reader that trusts
+#: the token (live enforcement's compile, panels) last read it: copying megabytes of text out of
+#: Blender to hash it on every compile or redraw would cost more than the parse cache saves. The
+#: first such read checks the text, so an entry changed behind the token's back is caught then.
+_by_token = {}
 
 
 def _parsed_key(settings, field, text):
@@ -133,25 +138,46 @@ def remember_parsed(settings, field, text, value):
     _parsed[key] = value
     _parsed_bytes[0] += _size(value)
     while _parsed_bytes[0] > PARSED_CACHE_BYTES and len(_parsed) > 1:
-        _parsed_bytes[0] -= _size(_parsed.popitem(last=False)[1])
+        old, dropped = _parsed.popitem(last=False)
+        _parsed_bytes[0] -= _size(dropped)
+        if _by_token.get(old[:2]) == old:
+            del _by_token[old[:2]]
 
 
-def read_parsed(pose_bone, field, parse, what):
+def _trusted(settings, field):
+    """What the bone's current token of ``field`` parsed to, if remembered, else None."""
+    token = getattr(settings, datastore.TOKENS[field])
+    key = _by_token.get((field, token)) if token else None
+    if key is None or key not in _parsed:
+        return None
+    _parsed.move_to_end(key)
+    return _parsed[key]
+
+
+def read_parsed(pose_bone, field, parse, what, trust_token=False):
     """The stored entry ``field`` (``"limit"``, ``"limb"``) of ``pose_bone`` as ``parse(text)``
     gives it, parsed once and remembered, or ``None`` when it has none. A stored entry that is
-    empty or not text (the store is never written so) is a ``ValueError``, like corrupt JSON."""
+    empty or not text (the store is never written so) is a ``ValueError``, like corrupt JSON.
+    ``trust_token``: what the bone's token was last read as, without reading the text again."""
     settings = pose_bone.joint_limit
+    if trust_token:
+        value = _trusted(settings, field)
+        if value is not None:
+            return value
     text = datastore.get(settings, field)  # straight from the store: through RNA it is copied twice more
     if not text:
         if datastore.has(settings, field):
             raise ValueError(f"{pose_bone.name}: its stored {what} is empty or not text")
         return None
-    value = _parsed.get(_parsed_key(settings, field, text))
+    key = _parsed_key(settings, field, text)
+    value = _parsed.get(key)
     if value is None:
         value = parse(text)
         remember_parsed(settings, field, text, value)
     else:
-        _parsed.move_to_end(_parsed_key(settings, field, text))
+        _parsed.move_to_end(key)
+    if trust_token and key[1]:
+        _by_token[key[:2]] = key
     return value
 
 
@@ -163,6 +189,8 @@ def prefetch_limits(pose_bones):
     todo = []
     for pose_bone in pose_bones:
         settings = pose_bone.joint_limit
+        if _trusted(settings, "limit") is not None:
+            continue
         text = datastore.get(settings, "limit")
         if text and isinstance(text, str) and _parsed_key(settings, "limit", text) not in _parsed:
             todo.append((settings, text))
@@ -190,15 +218,16 @@ def _parse_or_none(text):
 def forget_parsed():
     """Drop the remembered limits (for tests and benchmarks: a session that just opened a file)."""
     _parsed.clear()
+    _by_token.clear()
     _parsed_bytes[0] = 0
 
 
-def read_limit(pose_bone):
+def read_limit(pose_bone, trust_token=False):
     """The bone's fitted :class:`JointLimit` with its softening settings, or ``None`` when it
     has none. A stored entry that is empty or not text (the store is never written so) is a
-    ``ValueError``, like corrupt JSON."""
+    ``ValueError``, like corrupt JSON. ``trust_token``: see :func:`read_parsed`."""
     settings = pose_bone.joint_limit
-    limit = read_parsed(pose_bone, "limit", limit_from_json, "limit")
+    limit = read_parsed(pose_bone, "limit", limit_from_json, "limit", trust_token)
     if limit is None:
         return None
     limit = copy.copy(limit)  # its own softening settings; the model (never changed in place) is shared

@@ -116,7 +116,7 @@ def _compile(obj, bone_names):
             continue
         identity = _identity(settings)
         try:
-            limit = read_limit(pose_bone)  # (parsed once a session: the store's parse cache)
+            limit = read_limit(pose_bone, trust_token=True)
             key = (limit.group_key(), bool(np.any(limit.soft_radius > 0)))
         except Exception as err:  # noqa: BLE001 - a corrupt limit must not stop the rig
             state.report_once(

@@ -13,7 +13,7 @@ def _fitted_limit(pose_bone):
     if not pose_bone.joint_limit.has_limit:
         return None
     try:
-        return read_limit(pose_bone)
+        return read_limit(pose_bone, trust_token=True)
     except ValueError:
         return None
 
@@ -38,7 +38,7 @@ def bone_status(pose_bone):
     if not pose_bone.joint_limit.has_limit:
         return ("Not fitted", None)
     try:
-        limit = read_limit(pose_bone)
+        limit = read_limit(pose_bone, trust_token=True)
     except ValueError as err:
         return (f"Unreadable limit: {err}", None)
     q = local_quaternion(pose_bone)
