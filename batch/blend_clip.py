@@ -4,8 +4,8 @@ importer (``bpy.ops.import_scene.fbx``).
 
 Opening one replaces the file open in this process (a batch works on files, never on the open
 one). :class:`BlendClip` offers what :mod:`.clip_jobs` asks of a clip, like
-:class:`.bvh_file.BvhClip`: bone names, frames, local rotations (the keyed values, read by
-:func:`..rig.actions.keyed_rotations`), the bones that carry the heading, rest orientations,
+:class:`..rig.io.bvh_file.BvhClip`: bone names, frames, local rotations (the keyed values, read by
+:func:`..rig.io.actions.keyed_rotations`), the bones that carry the heading, rest orientations,
 and a limited copy written back: only the keys of the limited bones' rotation channels at the
 frames out of their limits change; every other channel keeps its keys exactly.
 """
@@ -30,7 +30,7 @@ from .blend_bytes import deterministic_blend
 
 
 def _rotation_channel(pose_bone, channels):
-    """The channel :func:`..rig.actions.keyed_rotations` reads for this bone."""
+    """The channel :func:`..rig.io.actions.keyed_rotations` reads for this bone."""
     own = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(
         pose_bone.rotation_mode, "rotation_euler"
     )
@@ -72,7 +72,7 @@ class BlendClip:
             return carries_heading(self.obj, self.obj.pose.bones[self.names[j]])
 
     def skeleton(self):
-        """The armature's rest skeleton (:class:`..limits.skeleton.Skeleton`, armature space)."""
+        """The armature's rest skeleton (:class:`..limits.body.skeleton.Skeleton`, armature space)."""
         from ..rig.io.skeleton_io import skeleton_from_armature
 
         return skeleton_from_armature(self.obj)

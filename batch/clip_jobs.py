@@ -3,7 +3,7 @@
 
 These run in worker processes (:mod:`.runner`) or on Dask workers; each takes a clip as a
 :class:`.clips.ClipRef` tuple, returns plain data (dicts, arrays) and writes nothing but a
-cleaned clip, atomically. A BVH clip is read with numpy (:mod:`.bvh_file`, no Blender needed;
+cleaned clip, atomically. A BVH clip is read with numpy (:mod:`..rig.io.bvh_file`, no Blender needed;
 frames numbered as Blender's importer keys them, from 1); a .blend action or an FBX file with
 Blender (:mod:`.blend_clip`, imported only then; frames are the action's).
 """
@@ -84,7 +84,7 @@ def fit_samples(ref):
 
 
 def skeleton_arrays(skeleton):
-    """A :class:`..limits.skeleton.Skeleton` as plain data (what crosses processes and is cached):
+    """A :class:`..limits.body.skeleton.Skeleton` as plain data (what crosses processes and is cached):
     ``{"names": [...], "parents": (J,), "heads": (J, 3), "tails": (J, 3), "rest": (J, 4)}``."""
     return {
         "names": list(skeleton.names),

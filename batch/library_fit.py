@@ -48,7 +48,7 @@ class LibraryFit:
 
 
 def body_mirror(results, names, pooled):
-    """The :class:`..limits.symmetry.BodyMirror` of the first clip's skeleton (clip order), in
+    """The :class:`..limits.body.symmetry.BodyMirror` of the first clip's skeleton (clip order), in
     its rest pose or the pooled samples' neutral pose; ``None`` when it does not mirror."""
     arrays = results[names[0]]["skeleton"]
     skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
@@ -58,7 +58,7 @@ def body_mirror(results, names, pooled):
 def fit_library(results, model, symmetry=True, **settings):
     """Pool the clips' samples per bone (``results`` ``{clip: clip_jobs.fit_samples(...)}``,
     pooled in clip-name order), with ``symmetry`` add each bone's mirror partner's
-    (:func:`..limits.symmetry.learn_from_both_sides`; the first clip's skeleton says which bones
+    (:func:`..limits.body.symmetry.learn_from_both_sides`; the first clip's skeleton says which bones
     mirror), fit every bone that does not carry the heading; ``settings`` override
     :data:`SETTINGS`. Returns a :class:`LibraryFit`; ``ValueError`` for an unknown model kind."""
     try:

@@ -3,7 +3,7 @@
 bones of a rig's armature, and the rig saved.
 
 Clip bones are matched to the rig's bones by :func:`match_bones`: a ``--bone-map`` JSON file
-first (``{"clip bone": "rig bone"}``), then :func:`..limits.skeleton.match_bone_names` for the
+first (``{"clip bone": "rig bone"}``), then :func:`..limits.body.skeleton.match_bone_names` for the
 rest (case, separators, prefixes such as ``mixamorig:``, Left/Right, ``.L/.R``, ``_l/_r``, and
 common synonyms). A rig bone whose rest orientation differs from the clip bone's gets its limit
 fitted from the samples turned into its own bone space: with ``C`` the rig bone's rest in the

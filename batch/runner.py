@@ -253,7 +253,7 @@ def run_batch(
     ``bone_map`` (a JSON file) naming pairs automatic matching would miss. ``scheduler``: a
     Dask scheduler address; the clips run there (:mod:`.dask_cluster`) instead of ``jobs``
     local processes. ``symmetry`` (fit): left/right bones learn from each other's samples seen
-    in the mirror (:func:`..limits.symmetry.learn_from_both_sides`; the first clip's skeleton
+    in the mirror (:func:`..limits.body.symmetry.learn_from_both_sides`; the first clip's skeleton
     says which bones mirror). .blend and FBX clips replace the file open in this process (one job).
     ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib)."""
     stream = stream or sys.stderr

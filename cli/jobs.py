@@ -35,7 +35,7 @@ def resolve_armature(name=None):
 
 def check_limit_data(obj):
     """Re-link the rig's detached data store, and warn on stderr when limit data is missing
-    (:func:`.rig.datastore.health`). Returns ``obj``."""
+    (:func:`..rig.io.datastore.health`). Returns ``obj``."""
     if datastore.relink(obj.data) is not None:
         print(f"note: re-linked the limit data of {obj.data.name}: its text block had been detached")
     health = datastore.health(obj.data)

@@ -70,7 +70,7 @@ class JointLimit:
     ):
         """Fit a ``kind`` model to a cloud of local rotations ``(N, 4)`` (time-ordered).
 
-        ``kind="auto"`` (:mod:`.cross_validation`) picks the model and padding; its table of
+        ``kind="auto"`` (:mod:`.fitting.cross_validation`) picks the model and padding; its table of
         candidates is kept as the limit's ``calibration`` (``None`` for other kinds; not stored).
         """
         local = as_quaternions(local_rotations, "rotation cloud")

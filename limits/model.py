@@ -34,7 +34,7 @@ to paint, Kelly's arc search, a mesh to sculpt, metaballs to edit, a fit's calib
 model) and never compare kind names.
 
 A new model is one module or sub-package in ``limits/models/``: subclass :class:`LimitModel`,
-add the class to ``MODELS`` in :mod:`.models` (its place there is its place in the model menu),
+add the class to ``MODELS`` in :mod:`..models` (its place there is its place in the model menu),
 and the contract tests (``tests/limits/test_contract.py``) run on it. ``FIT_OPTIONS`` names the
 keyword options its ``fit`` takes from a bone's settings.
 """
@@ -58,7 +58,7 @@ SIGNED_DISTANCE = "signed_distance"
 TEXTURE = "texture"
 #: ``project_along(q, previous)``: where the arc from an allowed rotation leaves the limit (Kelly)
 ARC_SEARCH = "arc_search"
-#: a distance grid exported as a mesh to sculpt and rebuilt from it (:mod:`.models.sdf.sculpt`)
+#: a distance grid exported as a mesh to sculpt and rebuilt from it (:mod:`..models.sdf.sculpt`)
 SCULPT = "sculpt"
 #: primitives exported as metaballs to edit and rebuilt from them
 METABALLS = "metaballs"
@@ -100,7 +100,7 @@ class LimitModel(abc.ABC):
     #: What this kind offers beyond the contract (the capabilities above); callers ask
     #: :meth:`offers` / :meth:`can` instead of probing attributes or comparing kinds.
     CAPABILITIES = frozenset()
-    #: the fit's :class:`.fitting.cross_validation.Calibration` when ``auto`` chose this model
+    #: the fit's :class:`..fitting.cross_validation.Calibration` when ``auto`` chose this model
     calibration = None
 
     def __init__(self, params, config=None):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Every limit model a user can choose, by kind: ``auto`` first, then :data:`.models.MODELS`."""
+"""Every limit model a user can choose, by kind: ``auto`` first, then :data:`..models.MODELS`."""
 
 from .fitting.cross_validation import AutoLimit
 from .models import MODELS as _MODELS

@@ -6,7 +6,7 @@ A bone's settings are stored on its ``Bone`` (the armature data) and reached fro
 through ``PoseBone.joint_limit``: whatever custom properties a pose bone carries, Blender copies
 on every re-evaluation of the pose, and live enforcement re-evaluates it on every frame it
 limits, so settings on the pose bones would slow every limited frame. Like the rest of the armature
-data, the settings (and the armature's data store, :mod:`.rig.datastore`) are shared by rigs that
+data, the settings (and the armature's data store, :mod:`..rig.io.datastore`) are shared by rigs that
 share their armature (Alt+D) and copied with it (Shift+D)."""
 
 import uuid
@@ -59,7 +59,7 @@ def _changed(settings, context):
 
 
 def _stored(field):
-    """``get``/``set`` for a field kept in the armature's data store (:mod:`.rig.datastore`), so
+    """``get``/``set`` for a field kept in the armature's data store (:mod:`..rig.io.datastore`), so
     scripts read and write ``joint_limit.limit_data`` as if it were on the bone."""
 
     def get(settings):

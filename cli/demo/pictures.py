@@ -9,7 +9,7 @@ missing (the demo run from an installed extension, ``blender -c joint_limits dem
 Two kinds of picture:
 
 - :func:`bone_sheet`: one bone. Left, the sphere of directions the bone may point in
-  (:mod:`..limits.swing_map`'s equal-area disc, centred on the limit's reference direction),
+  (:mod:`...limits.authoring.swing_map`'s equal-area disc, centred on the limit's reference direction),
   coloured by how much twist is allowed there, outlined in black, with the training poses,
   the impossible action's poses that leave the limit and where the bake put them on top.
   Right, that bone's violation over the frames of the impossible action (as keyed, after the
@@ -280,7 +280,7 @@ def twist_panel(ax, limit, frames, impossible, baked):
 
 def bone_sheet(path, bone):
     """One bone's picture (see the module docstring). ``bone`` is a dict: ``name``, ``model``
-    (a label), ``limit`` (:class:`~..limits.joint.JointLimit`), ``samples (N, 4)``,
+    (a label), ``limit`` (:class:`~...limits.joint.JointLimit`), ``samples (N, 4)``,
     ``impossible (F, 4)`` and ``baked (F, 4)`` local rotations, ``frames (F,)``, ``before``,
     ``after``, ``live`` ``(F,)`` violations in degrees, ``tolerance_deg`` (violations up to it
     count as inside)."""

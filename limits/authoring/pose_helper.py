@@ -6,9 +6,9 @@ head, in the frame the bone's swings are measured in (its parent's pose, the res
 limit's reference: ``rig/tasks/texture.py``'s ``swing_frame``), shows where the bone may point; the
 animator drags on it to swing the bone and on a disk about the bone axis to twist it.
 
-Conventions are those of :mod:`.sinus_texture`: a reference-relative rotation ``q`` splits into
+Conventions are those of :mod:`..models.sinus.texture`: a reference-relative rotation ``q`` splits into
 a swing *direction* ``d = q (+Y) q*`` (unit, in the swing frame) and a twist angle about +Y in
-``(-pi, pi]`` (:func:`.swing_twist.direction_twist`); ``rotation_from_direction_twist``
+``(-pi, pi]`` (:func:`..geometry.swing_twist.direction_twist`); ``rotation_from_direction_twist``
 composes them back. Everything here works on plain arrays; ``ui/viewport/overlay.py`` and the
 operators feed it mouse rays and frames from Blender.
 """
@@ -323,9 +323,9 @@ def sample_limit(limit, size=SAMPLE_SIZE, twists=SAMPLE_TWISTS):
     Returns
     -------
     image : (H, W, 4) array
-        Channels of :mod:`.sinus_texture`: allowed (1 when some sampled twist is contained at
+        Channels of :mod:`..models.sinus.texture`: allowed (1 when some sampled twist is contained at
         the texel's direction), twist min / max (the extremes of the contained samples; 0 where
-        none is), stress (1 outside, falling to 0 :data:`.sinus_texture.STRESS_RAMP` radians
+        none is), stress (1 outside, falling to 0 :data:`..models.sinus.texture.STRESS_RAMP` radians
         inside).
     layout : str
         The image's sphere layout.
@@ -367,7 +367,7 @@ def colours(allowed, stress):
 
 def boundary_loop(image, layout, count=96):
     """The rim of the allowed region of a sampled image, ``(count, 3)`` directions (a closed
-    loop; see :func:`.sinus_texture.boundary_rim`). Empty ``(0, 3)`` when everything or nothing
+    loop; see :func:`..models.sinus.texture.boundary_rim`). Empty ``(0, 3)`` when everything or nothing
     is allowed."""
     from ..models.sinus.texture import SinusTextureLimit, boundary_rim
 
@@ -427,7 +427,7 @@ def layout_sphere(layout=sm.DEFAULT_LAYOUT, cells=64):
 
     The mesh is the texture square ``[0, 1]^2`` cut into ``cells x cells`` quads (Kelly's
     layout: ``cells x 2 cells``, his proportions) and mapped onto the unit sphere with
-    :func:`.sphere_maps.uv_to_direction`. No face crosses a seam of the layout (seams lie on
+    :func:`..geometry.sphere_maps.uv_to_direction`. No face crosses a seam of the layout (seams lie on
     the square's borders), so painting a face paints the texels it covers; vertices along the
     seams are duplicated (not welded), which keeps their UVs apart.
 
@@ -480,7 +480,7 @@ def twist_channels_from_keys(image, layout, keys, smoothing=8):
     Returns
     -------
     (H, W, 4) array: twist min / max interpolate the keys smoothly over the sphere
-    (:meth:`.sinus_texture.SinusTextureLimit.from_keys` with the image's own mask).
+    (:meth:`..models.sinus.texture.SinusTextureLimit.from_keys` with the image's own mask).
     """
     from ..models.sinus.texture import SinusTextureLimit
 

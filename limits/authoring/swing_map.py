@@ -58,7 +58,7 @@ def twist_samples(twists=MAP_TWISTS):
 
 
 def allowed_twists(limit, directions, twists=MAP_TWISTS, tolerance=0.0):
-    """Which of :func:`twist_samples` a :class:`~.joint.JointLimit` allows at each swing
+    """Which of :func:`twist_samples` a :class:`~..joint.JointLimit` allows at each swing
     direction: ``(N, T)`` bool for unit ``directions (N, 3)`` in the limit's swing frame.
 
     With ``tolerance > 0`` (radians) a twist counts as allowed when its rotation is within
@@ -76,7 +76,7 @@ def allowed_twists(limit, directions, twists=MAP_TWISTS, tolerance=0.0):
 
 
 def allowed_twist(limit, directions, twists=MAP_TWISTS):
-    """How much twist a :class:`~.joint.JointLimit` allows at each swing direction: ``(N,)``
+    """How much twist a :class:`~..joint.JointLimit` allows at each swing direction: ``(N,)``
     degrees for unit ``directions (N, 3)`` (the allowed samples of :func:`allowed_twists` times
     their spacing; 0 where no twist is allowed, i.e. the bone may not point there)."""
     return allowed_twists(limit, directions, twists).sum(axis=1) * (360.0 / int(twists))

@@ -174,7 +174,7 @@ def engine_parameters(engine, name, region, position, parent_to_bone):
 def bone_entry(engine, bone, target=el.TARGET_SHARE, break_margin=None, count=VOLUME_ROTATIONS):
     """One bone's entry of an export. ``bone`` is a mapping: ``name``, ``parent`` (or None),
     ``matrix`` and ``parent_matrix`` (4 x 4 armature-space rest matrices, the parent's None for a
-    root), ``length``, ``limit`` (the learned :class:`~.joint.JointLimit`, or None) and
+    root), ``length``, ``limit`` (the learned :class:`~..joint.JointLimit`, or None) and
     ``samples`` (local rotations ``(N, 4)``). ``break_margin`` (degrees) overrides the
     model's or the default; ``count`` random rotations estimate the volumes."""
     if engine not in ENGINES:

@@ -19,7 +19,7 @@ twist axis. A region is placed by two joint frames, as engines place a joint:
   ``twist_offset`` ``tau`` about +Y, so the twist range is symmetric about 0.
 
 The joint's rotation is then ``p = C^-1 q T_y(tau)``, split as ``p = swing * twist`` about +Y
-(twist applied first, :func:`.swing_twist.swing_twist_from_quaternion`). ``swing`` holds
+(twist applied first, :func:`..geometry.swing_twist.swing_twist_from_quaternion`). ``swing`` holds
 ``(w, sx, 0, sz)`` with ``w >= 0``: ``sx`` turns about the frame's X, ``sz`` about its Z.
 
 Engines whose twist axis is X (PhysX, Unreal, Jolt, USD with ``axis = "X"``) name the same

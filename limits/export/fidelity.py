@@ -18,7 +18,7 @@ draws near the ball's surface may reach out of it: the ball doubles (up to all r
 the draws are made again.
 
 Regions are anything with ``contains(q (M, 4)) -> (M,) bool`` on *local* rotations (the pose
-bone's, relative to its rest orientation), e.g. a :class:`~.joint.JointLimit`.
+bone's, relative to its rest orientation), e.g. a :class:`~..joint.JointLimit`.
 """
 
 import dataclasses

@@ -243,7 +243,7 @@ def ik_fidelity(ik, rotations, limit=None, count=VOLUME_ROTATIONS, seed=VOLUME_S
     """:class:`IkFidelity` of ``ik`` (:class:`IkLimits`) for the local rotations ``rotations
     (N, 4)`` it was fitted to and, when given, the learned ``limit`` (anything with
     ``contains(q (M, 4)) -> (M,) bool`` on local rotations, e.g. a
-    :class:`~.joint.JointLimit`).
+    :class:`~..joint.JointLimit`).
 
     The volumes are shares of all rotations, estimated from ``count`` draws with ``seed`` (the
     same draws for both shapes) in a ball around the rest pose, first just wider than the

@@ -131,13 +131,13 @@ def _uniform(samples, seed):
 
 def volume(model, centre, samples=VOLUME_SAMPLES, seed=VOLUME_SEED):
     """Share of uniformly random rotations ``model`` accepts, each on the cover of ``centre (4,)``
-    (the cloud's mean, as :class:`~.joint.JointLimit` presents rotations)."""
+    (the cloud's mean, as :class:`~..joint.JointLimit` presents rotations)."""
     uniform = quaternion_toward(_uniform(int(samples), seed), np.asarray(centre, dtype=float))
     return float(np.mean(model.contains(uniform)))
 
 
 def cloud_centre(rotations):
-    """The mean of a relative cloud on the cover most of it lies on (as :class:`~.joint.JointLimit`)."""
+    """The mean of a relative cloud on the cover most of it lies on (as :class:`~..joint.JointLimit`)."""
     centre = quaternion_mean(rotations)
     return -centre if np.sum(rotations @ centre) < 0 else centre
 

@@ -3,7 +3,7 @@
 dot at its best padding's volume (across) and held-out recall (up), the other paddings it tried
 as dim pixels (its trade-off curve), the target recall as a dashed line and the chosen model
 ringed. Pure numpy: an RGBA array the rig side turns into an image; the text
-report (:mod:`..rig.fit_report`) names the bones and models in the same order.
+report (:mod:`...rig.tasks.fit_report`) names the bones and models in the same order.
 
 Each bone has a panel; panels fill rows of :data:`COLUMNS`, in the order the bones are given.
 In a panel, volume runs on a log scale from :data:`VOLUME_RANGE` (0.01% to 100% of all

@@ -37,6 +37,6 @@ def boundary_exp_map(contains, centre, directions, max_radius=np.pi, iterations=
 
 
 def limit_boundary(limit, directions):
-    """Boundary of a :class:`~.joint.JointLimit` in exp-map space of reference-relative rotations."""
+    """Boundary of a :class:`~..joint.JointLimit` in exp-map space of reference-relative rotations."""
     centre = exp_map_from_quaternion(limit.centre)
     return boundary_exp_map(limit.model.contains, centre, directions)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Exact Euclidean distance transforms and connected components on small 3-D grids, in numpy.
 
-Used by the signed-distance-field limit (:mod:`.sdf_build`, :mod:`.sdf_projection`) to replace
+Used by the signed-distance-field limit (:mod:`..models.sdf.build`, :mod:`..models.sdf.projection`) to replace
 seed 000's brute force over grid nodes x samples.
 
 * :func:`distance_transform` is the separable transform of Felzenszwalb and Huttenlocher

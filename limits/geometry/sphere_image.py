@@ -3,7 +3,7 @@
 bilinear taps and spherical hulls, all by arc length and across the layout's seams
 (:mod:`.sphere_maps`).
 
-The sinus texture (:mod:`.sinus_texture`) and the pose helper build and edit their masks and
+The sinus texture (:mod:`..models.sinus.texture`) and the pose helper build and edit their masks and
 twist channels with these; nothing here knows what the channels mean.
 """
 

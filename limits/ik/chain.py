@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Limit-aware inverse kinematics for bone chains (numpy only).
 
-Conventions are Blender's (see also :mod:`.skeleton`). Quaternions are ``(w, x, y, z)``,
+Conventions are Blender's (see also :mod:`..body.skeleton`). Quaternions are ``(w, x, y, z)``,
 angles radians, positions in armature space (whatever unit the armature uses).
 
 * A bone points along its local +Y axis: its tail is its head plus ``R_pose @ (0, length, 0)``.
@@ -9,7 +9,7 @@ angles radians, positions in armature space (whatever unit the armature uses).
   ``inv(parent.matrix_local) @ bone.matrix_local`` (rotation ``rest_rotations[i]``, translation
   ``heads[i]``). A connected child's head is its parent's tail: ``heads[i] = (0, len[i-1], 0)``.
 * Pose: ``pose[i] = pose[i-1] @ rest_relative[i] @ basis[i]``, where ``basis[i]`` is the bone's
-  local (pose-basis) rotation, the one a :class:`~.joint.JointLimit` limits. The chain root's
+  local (pose-basis) rotation, the one a :class:`~..joint.JointLimit` limits. The chain root's
   parent is given by its pose in armature space (``pose_bone.matrix`` of the parent; identity
   when the root has no parent). Scale is not modelled (IK stretch off, unit scale).
 * The effector is the tail of the last bone of the chain. Blender's IK constraint maps onto
@@ -23,7 +23,7 @@ angles radians, positions in armature space (whatever unit the armature uses).
   the same pose to 0.003 degrees at pole angle 0, to 0.4 degrees at other angles).
 
 Limits are any objects with ``project(local (..., 4))`` and ``contains(local (..., 4))`` acting
-on a bone's local rotation, like :class:`~.joint.JointLimit`; ``None`` leaves a joint free.
+on a bone's local rotation, like :class:`~..joint.JointLimit`; ``None`` leaves a joint free.
 
 Entry points: :func:`chain_positions` (forward kinematics), :func:`solve_two_bone` (analytic,
 after Tolani, Goswami and Badler 2000, then a swivel / reach search under the limits) and

@@ -14,7 +14,7 @@ import numpy as np
 from ..constants import BONE_AXIS, EPS
 
 #: Default pole reference: the bone's Z axis (in the root bone's rest frame, a limb at rest
-#: points along +Y, :data:`.constants.BONE_AXIS`).
+#: points along +Y, :data:`..constants.BONE_AXIS`).
 DEFAULT_POLE_REFERENCE = np.array([0.0, 0.0, 1.0])
 
 

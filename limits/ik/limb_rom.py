@@ -22,7 +22,7 @@ are radians, lengths in the frame's units.
 
 Swivel angle (:func:`.limb_geometry.swivel_angle`, :func:`.limb_geometry.mid_position`): with ``n`` the unit root->end axis,
 the reference vector ``u(n)`` is the ``pole_reference`` carried along by the shortest rotation
-that takes ``rest_direction`` to ``n`` (the swing of :mod:`.swing_twist`), and ``v = n x u``.
+that takes ``rest_direction`` to ``n`` (the swing of :mod:`..geometry.swing_twist`), and ``v = n x u``.
 The swivel is ``atan2(m . v, m . u)`` for the middle joint ``m = mid - root``: 0 when the
 middle joint bends towards the (carried) pole reference, growing right-handed about ``n``, in
 ``(-pi, pi]``. Unlike the plane through ``n`` and a fixed vector (singular where ``n`` is
@@ -54,7 +54,7 @@ are at most 4.8 kB and an arm's range, which covers about half the sphere, about
 Lookups (derived when first queried, never stored)
 --------------------------------------------------
 The samples are interpolated once onto an equal-area grid over the sphere
-(:mod:`.sphere_maps`, ``grid x grid`` texels, default 128: 1.6 degree texels): every texel
+(:mod:`..geometry.sphere_maps`, ``grid x grid`` texels, default 128: 1.6 degree texels): every texel
 averages the samples within ``kernel_radius`` of its centre with a smooth compact weight
 ``(1 - (arc / kernel_radius)^2)^2``. A query direction then reads its four nearest texels
 bilinearly: constant time per point, vectorized, continuous across texels and the map's seams.
@@ -79,7 +79,7 @@ Queries: :meth:`~LimbRangeOfMotion.contains` (end, optionally with its swivel),
 
 Relocation: an allowed end is returned unchanged. Otherwise its direction moves to the region:
 for every forbidden texel a table (built with the grid) holds the nearest allowed point, found
-from the nearest allowed texel (:func:`.nearest_boundary.nearest_allowed_texels`) by searching
+from the nearest allowed texel (:func:`..geometry.nearest_boundary.nearest_allowed_texels`) by searching
 the great arc towards the texel for the region's edge; a query blends the entries of its four
 texels bilinearly and searches the arc from that blend towards itself for the edge (regula
 falsi, :data:`SEARCH_STEPS` steps), then slides along the edge to its foot (the edge's normal
@@ -820,7 +820,7 @@ def _fill_holes(field, allowed, grid, value):
 
 # -- JSON ------------------------------------------------------------------------------------------
 def limb_to_json(model):
-    """A compact JSON string for ``model`` (arrays packed as :mod:`.serialize` packs a limit's)."""
+    """A compact JSON string for ``model`` (arrays packed as :mod:`..serialize` packs a limit's)."""
     return json.dumps(_encode(model.to_dict()), separators=(",", ":"))
 
 

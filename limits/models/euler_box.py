@@ -5,8 +5,8 @@ This is the baseline the shape limits are compared with, and it exports exactly 
 *Limit Rotation* constraint (``min_x``/``max_x``... in radians, which accept -1000..1000).
 
 Angles: the rotation is decomposed into Blender Euler angles for ``config["order"]`` (one of
-:data:`~.constants.EULER_ORDERS`; ``"XYZ"`` means ``R = Rz @ Ry @ Rx``) with
-:func:`~.quaternion.euler_from_quaternion`, which like Blender's ``mat3_normalized_to_eulO``
+:data:`~..constants.EULER_ORDERS`; ``"XYZ"`` means ``R = Rz @ Ry @ Rx``) with
+:func:`~..geometry.quaternion.euler_from_quaternion`, which like Blender's ``mat3_normalized_to_eulO``
 returns, of the two equivalent triples, the one with the smaller sum of absolute angles. Angles
 are then in ``[-pi, pi]``.
 
@@ -33,7 +33,7 @@ angle exactly +-pi/2) the decomposition sets the last angle to zero, as Blender 
 the geodesically nearest allowed rotation.
 
 Reference pose: models receive rotations relative to the joint's reference pose (see
-:mod:`.joint`), while Blender's constraint (owner space Local) sees rotations relative to the
+:mod:`..joint`), while Blender's constraint (owner space Local) sees rotations relative to the
 rest pose. The Euler box therefore agrees exactly with the native constraint only when the
 reference is the rest pose (``reference="REST"``).
 
@@ -115,7 +115,7 @@ def circular_ranges(angles, padding):
 # non-finite, tiny or huge norm, and rows near gimbal lock, go through the reference maths
 # (:meth:`EulerBoxLimit._reference_project`), the original implementation.
 
-#: Rows per batch of this kernel (twice the shared :data:`.constants.CHUNK_ROWS`): small
+#: Rows per batch of this kernel (twice the shared :data:`..constants.CHUNK_ROWS`): small
 #: enough for the cache, large enough that the ~100 numpy calls of a batch cost little (both
 #: halving and doubling it were slower).
 KERNEL_CHUNK_ROWS = 32768
@@ -442,7 +442,7 @@ class EulerBoxLimit(RowsPerBone, MovedProjection, LimitModel):
         """``(3, ..., 4)``: :meth:`project` (``plain``, when given), then the clamp of each of
         the two Euler triples of ``q``. Blender clamps the triple with the smaller sum of
         absolute angles, which switches along a motion; a motion keeps the triple it is on
-        (:mod:`.continuity`)."""
+        (:mod:`..continuity`)."""
         q = as_quaternions(q)
         if plain is None:
             plain, moved = self._project(q)

@@ -363,7 +363,7 @@ class ShapeLimit(MovedProjection, LimitModel):
             Unit quaternions ``(w, x, y, z)``, cover already chosen (e.g. unrolled).
         mode : {"FULL", "SWING_TWIST"}
         padding : float
-            Radians added around the data on every side (at least :data:`.constants.MIN_PADDING`).
+            Radians added around the data on every side (at least :data:`..constants.MIN_PADDING`).
         twist_axis : (3,) array
             Axis of the swing-twist split, in the bone's frame (normalized here).
         """

@@ -93,7 +93,7 @@ class BvhClip:
         return "".join(c[0].upper() for c in self.channels[j] if c in ROTATION_CHANNELS)[::-1]
 
     def carries_heading(self, j):
-        """:func:`..limits.body.skeleton.carries_heading` for joint ``j``: a root, or a joint whose
+        """:func:`...limits.body.skeleton.carries_heading` for joint ``j``: a root, or a joint whose
         position channels move over the clip (file units)."""
         cols = [self.columns[j] + k for k, c in enumerate(self.channels[j]) if c in POSITION_CHANNELS]
         return carries_heading(self.parents[j] < 0, self.values[:, cols].T)
@@ -123,8 +123,8 @@ class BvhClip:
         return quaternion_from_matrix(bone_matrix_zero_roll(direction / np.linalg.norm(direction, axis=1, keepdims=True)))
 
     def skeleton(self):
-        """The clip's rest skeleton (:class:`..limits.skeleton.Skeleton`, file axes): what
-        :class:`..limits.symmetry.BodyMirror` finds the body's symmetry in."""
+        """The clip's rest skeleton (:class:`...limits.body.skeleton.Skeleton`, file axes): what
+        :class:`...limits.body.symmetry.BodyMirror` finds the body's symmetry in."""
         heads, tails = self.rest_heads_tails()
         return Skeleton(self.names, self.parents, heads, tails, self.rest_rotations())
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Building an armature from a :class:`~..limits.skeleton.Skeleton` and keying generated motion
+"""Building an armature from a :class:`~...limits.body.skeleton.Skeleton` and keying generated motion
 (the embedded demo and the tests use it instead of outside files)."""
 
 import bpy

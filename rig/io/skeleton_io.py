@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""An armature object's bones as a :class:`~..limits.skeleton.Skeleton` (rest pose arrays)."""
+"""An armature object's bones as a :class:`~...limits.body.skeleton.Skeleton` (rest pose arrays)."""
 
 import numpy as np
 

@@ -2,7 +2,7 @@
 """Rotation clouds and fitted limits stored on pose bones, so they are saved in the .blend.
 
 A cloud is the bone's sampled *local* rotations ``(N, 4)``, kept as base64 float32 text in
-``joint_limit.cloud_data``; a fitted limit is JSON (:mod:`..limits.serialize`) in
+``joint_limit.cloud_data``; a fitted limit is JSON (:mod:`...limits.serialize`) in
 ``joint_limit.limit_data``. Both are validated when read: corrupt text gives ``ValueError``.
 
 Limits read or written in this session are remembered, parsed, outside the .blend and its undo

@@ -87,7 +87,7 @@ PENDING = object()
 
 
 #: Frames limited beyond a pending frame that is asked for (a first play started at once, a
-#: jump): each bone runs on through its own frames (:meth:`.limits.continuity.Motion.advance`),
+#: jump): each bone runs on through its own frames (:meth:`...limits.continuity.Motion.advance`),
 #: so a longer stretch costs few more steps than the frame alone, and the longer the stretch the
 #: less a frame costs on average, but the longer that one frame takes (a freeze an animator
 #: sees). So a stretch is sized to take about :data:`RESOLVE_BUDGET` seconds, from what the last
@@ -105,7 +105,7 @@ RESOLVE_GROWTH = 2.0
 
 
 class Ahead:
-    """The look-ahead of an action under way: each group's :class:`.limits.joint.LimitedMotion`
+    """The look-ahead of an action under way: each group's :class:`...limits.joint.LimitedMotion`
     over the action's frames, the frames remembered so far (``done``) and the frame of each
     input pose (the first, when two frames share one)."""
 

@@ -18,7 +18,7 @@ def project_group(obj, group, arrays, motion=False, previous=None):
     """``(moved (..., R), limited (..., R, 4))`` for the ``R`` bones of ``group`` in ``arrays``
     (one pose, or poses over frames): which rotations leave their limit, and every rotation
     after limiting (the others as they are). With ``motion`` the pose is the frame after
-    ``previous`` (a :class:`.limits.continuity.MotionState` or ``None`` for a cut), limited as
+    ``previous`` (a :class:`...limits.continuity.MotionState` or ``None`` for a cut), limited as
     a motion, and a third item is the state after it."""
     q, ok = group_rotations(obj, group, arrays)
     if motion:
@@ -35,7 +35,7 @@ def project_group(obj, group, arrays, motion=False, previous=None):
 def limited_values(rig, key):
     """The channel values the basis path writes for the input pose ``key`` (``{channel: (n, k)}``,
     empty: none), or None when it has not limited that pose: held IK chains are solved ahead on
-    the limited poses of the action (:mod:`.rig.ik_lookahead`)."""
+    the limited poses of the action (:mod:`.ik_lookahead`)."""
     if not rig.groups:
         return {}
     hit = rig.memo.get(key)

@@ -15,7 +15,7 @@ from . import corrective, limited_ik, state
 class Group:
     """Bones whose limits are stacked into one model; ``members`` keeps each bone's own
     ``(row, name, limit, influence, identity)`` so a failing group can be split bone by bone.
-    ``state`` is where the bones' limited motion stands (:class:`.limits.continuity.MotionState`,
+    ``state`` is where the bones' limited motion stands (:class:`...limits.continuity.MotionState`,
     ``None`` after a cut): the next pose limited one at a time continues from it."""
 
     __slots__ = ("rows", "names", "limit", "influence", "members", "state")
@@ -65,9 +65,9 @@ class CompiledRig:
         #: ``obj.pose.bones.keys()`` when compiled: rows are indices into this order
         self.bone_names = bone_names
         self.groups = groups
-        #: constraint-driven bones, limited through correctives (:class:`.rig.corrective.Corrected`)
+        #: constraint-driven bones, limited through correctives (:class:`.corrective.Corrected`)
         self.corrected = corrected
-        #: IK chains holding limited bones, solved by enforcement (:mod:`.rig.limited_ik`)
+        #: IK chains holding limited bones, solved by enforcement (:mod:`.limited_ik`)
         self.chains = chains
         #: input pose bytes -> (bones moved, {channel: written values}, ``(group, motion state
         #: after it)`` pairs or None to keep theirs): a keyed frame's limited pose, however it is reached
@@ -77,7 +77,7 @@ class CompiledRig:
         #: the frame and action of the last pose limited or looked up: a pose limited one at a
         #: time continues the groups' motion unless the frame jumped or the action changed (a cut)
         self.last = None
-        #: the action (:func:`.rig.lookahead.action_identity`) whose frames are in the memo
+        #: the action (:func:`.lookahead.action_identity`) whose frames are in the memo
         self.looked_ahead = None
         #: the look-ahead still limiting that action's frames (:class:`Ahead`), or None
         self.ahead = None

@@ -124,7 +124,7 @@ def remove_all(obj, keep=()):
 
 
 def neutralize(obj):
-    """Set every corrective of ``obj`` to influence 0 (with :func:`.pause.neutralize`, the plain rig)."""
+    """Set every corrective of ``obj`` to influence 0 (with :func:`...pause.neutralize`, the plain rig)."""
     if obj.type != "ARMATURE" or obj.pose is None:
         return
     for pb in obj.pose.bones:
@@ -176,7 +176,7 @@ def write_euler(con, euler):
 
 class Rotations:
     """Pre-corrective local rotations ``(n, 4)`` indexed by pose-bone row, in the shape
-    :func:`.basis.project_group` reads (``local_quaternions(rows)``)."""
+    :func:`...basis.project_group` reads (``local_quaternions(rows)``)."""
 
     def __init__(self, n):
         self.q = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
@@ -208,7 +208,7 @@ class Corrected:
 def correct(obj, depsgraph, corrected, project_group):
     """Set the correctives of ``obj`` so that its evaluated pose (in ``depsgraph``) keeps every
     corrected bone inside its limit. ``project_group(group, rotations)`` returns
-    ``(moved (R,), limited (R, 4))`` like :func:`.basis.project_group`. Returns how many
+    ``(moved (R,), limited (R, 4))`` like :func:`...basis.project_group`. Returns how many
     bones are corrected."""
     pose_bones = obj.pose.bones
     cons = {}

@@ -3,13 +3,13 @@
 
 Live enforcement limits a keyed action's poses ahead of playback (:mod:`.lookahead`); this does
 the same for the IK chains it holds. A chain whose inputs are set by keyed channels alone (see
-:func:`.ik_solve._key_rows`: its bones, its root's ancestors and bone targets, posed by their
+:func:`...ik_solve._key_rows`: its bones, its root's ancestors and bone targets, posed by their
 basis only; target objects that are Empties keyed on their location, without parent or
 constraints) has them predicted for the frames of the action: the limited basis enforcement
 will write on each (its own look-ahead, asked through ``limited``), the root's posed parent
 and bone targets by forward kinematics, the target objects' positions from their curves. Each
 chain is then solved for a batch of frames in one call and every frame's solution remembered
-under the exact key (:func:`.ik_solve.exact_key`) that frame will present. Played, scrubbed or
+under the exact key (:func:`...ik_solve.exact_key`) that frame will present. Played, scrubbed or
 jumped to, a frame then looks its solution up; a frame whose inputs were not foreseen (NLA,
 drivers, an edited key, a target moved by hand) simply presents another key and is solved
 when it comes. Solved together, frames do not start from the previous frame's solution (the
@@ -280,7 +280,7 @@ def solve_batch(obj, made, frame, limited):
 
 def _solve(chain, target, pole, pole_angle, initial):
     """The chain's limited local rotations ``(F, n, 4)`` for targets ``(F, 3)`` (chain frame);
-    a limb range of motion's pre-step first (:func:`.ik_solve.limb_prestep`), where it
+    a limb range of motion's pre-step first (:func:`...ik_solve.limb_prestep`), where it
     turned the limb solved without the pole."""
     if chain.limb is not None:
         target, initial, turned = ik_solve.limb_prestep(chain, initial, target, pole, pole_angle)

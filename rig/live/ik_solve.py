@@ -11,7 +11,7 @@ from ...limits.ik.limb_rom import limb_swivels
 from . import corrective
 
 #: Most projected-CCD sweeps a longer chain gets per solve, and the share of its reach a sweep
-#: must gain for the next to run (:func:`..limits.ik.solve_chain`).
+#: must gain for the next to run (:func:`...limits.ik.chain.solve_chain`).
 CHAIN_SWEEPS = 60
 SETTLED = 1e-5
 #: Solutions remembered per chain (about 1 kB each with its key).
@@ -28,7 +28,7 @@ def read_location_scale(pose_bones):
 
 
 def basis_bytes(rotations, location, scale, rows, frame=...):
-    """The bytes of bones ``rows``' basis: ``rotations`` (a :class:`.pose_io.PoseArrays`, frame
+    """The bytes of bones ``rows``' basis: ``rotations`` (a :class:`..io.pose_io.PoseArrays`, frame
     ``frame`` of one over frames) and ``location``, ``scale`` ``(n, 3)``."""
     parts = (rotations.quaternion[frame], rotations.euler[frame], rotations.axis_angle[frame], location, scale)
     return rotations.modes[rows].tobytes() + b"".join(a[rows].tobytes() for a in parts)
@@ -58,7 +58,7 @@ def corrective_eulers(start, q):
 
 def limb_prestep(chain, start, target, pole, pole_angle):
     """The seed's IK pre-step for a two-bone chain with a limb range of motion (Mukai, seed 004;
-    :mod:`.limb`), in constant time, for ``F`` targets at once: ``start (F, 2, 4)``, ``target
+    :mod:`..tasks.limb`), in constant time, for ``F`` targets at once: ``start (F, 2, 4)``, ``target
     (F, 3)``, ``pole (F, 3)`` or None. Returns ``(target, start, turned (F,))`` for the solve.
     The target is relocated into the limb's workspace (the nearest valid end position); the
     free analytic pose reaching it (pole or least change, as the solve would pick) has its

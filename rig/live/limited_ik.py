@@ -9,8 +9,8 @@ enforcement is on, an IK constraint whose chain holds a limited bone is therefor
 1. the chain's starting pose (what the bones' basis and other constraints make of them, the
    pose Blender's solver would start from),
 2. the target's and pole's positions, in the frame of the chain root's posed parent,
-3. :func:`..limits.ik.solve_two_bone` (two bones: analytic, then the swivel and reach searched
-   under the limits) or :func:`..limits.ik.solve_chain` (longer: projected CCD), which keep
+3. :func:`...limits.ik.chain.solve_two_bone` (two bones: analytic, then the swivel and reach searched
+   under the limits) or :func:`...limits.ik.chain.solve_chain` (longer: projected CCD), which keep
    every joint inside its limit and the pole / swivel the animator set wherever it is allowed,
 4. the solution written through each chain bone's corrective (last in its stack, mixing after
    the starting pose), blended by the IK constraint's evaluated influence (an IK/FK switch).

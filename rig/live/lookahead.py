@@ -3,7 +3,7 @@
 
 Live enforcement limits a whole action at once with these (one batched projection per limit
 group instead of one per frame), so even the first play of an action only looks its results
-up. The poses are what :class:`~.pose_io.PoseArrays` will read at each frame: the action's
+up. The poses are what :class:`~..io.pose_io.PoseArrays` will read at each frame: the action's
 rotation curves on every integer frame, over the current values of everything not animated.
 Anything else that moves the channels (NLA strips, drivers, curve modifiers on a subframe)
 simply gives poses that are not found, and those are limited as they come.
@@ -26,7 +26,7 @@ def action_identity(obj):
 
 
 def action_poses(obj, snapshot, max_frames):
-    """``(frames (F,), poses)``: ``snapshot`` (a :class:`~.pose_io.PoseArrays` of ``obj``) over
+    """``(frames (F,), poses)``: ``snapshot`` (a :class:`~..io.pose_io.PoseArrays` of ``obj``) over
     the frames of its action with the animated rotation channels filled in, or ``None`` (no
     action, no rotation curves). At most ``max_frames`` frames, those nearest the current one."""
     animation = obj.animation_data

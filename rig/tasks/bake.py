@@ -21,7 +21,7 @@ from .sample import temporarily_assigned
 def limited_bones(obj, bone_names=None, skipped=None):
     """``{name: JointLimit}`` of enabled, fitted bones (restricted to ``bone_names`` if given).
     A bone whose limit cannot be read is left out and added to ``skipped`` (a
-    :class:`.bone_errors.SkippedBones`; without one, a ``ValueError`` naming it is raised)."""
+    :class:`..io.bone_errors.SkippedBones`; without one, a ``ValueError`` naming it is raised)."""
     out = {}
     for pb in obj.pose.bones:
         if bone_names is not None and pb.name not in bone_names:
@@ -34,7 +34,7 @@ def limited_bones(obj, bone_names=None, skipped=None):
 
 def apply_limits(obj, rotations, limits, skipped=None):
     """Limit ``rotations (F, n, 4)`` (``pose.bones`` order, frames in order) in place; returns
-    them. Each bone's frames are limited as one motion (:meth:`.JointLimit.project_sequence`),
+    them. Each bone's frames are limited as one motion (:meth:`...JointLimit.project_sequence`),
     so a limit the motion runs along or through does not make it pop. A bone whose limit fails
     or gives NaN keeps its rotations and is added to ``skipped`` (see :func:`limited_bones`)."""
     for name, limit in limits.items():
@@ -81,7 +81,7 @@ def redundant_constraints(obj, baked_bones):
     live constraints (not muted, and valid: one without a target did nothing to bake) of baked
     bones that move no bone outside them. The armature object's own constraints are not in the
     keys (they are relative to the armature) and never listed, nor are live enforcement's
-    correctives (:mod:`.corrective`), which enforcement manages itself."""
+    correctives (:mod:`..live.corrective`), which enforcement manages itself."""
     baked_bones = set(baked_bones)
     return [
         (pb, con)

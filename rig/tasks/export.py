@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A rig's limits written for a game or physics engine (:mod:`..limits.engine_export`): the
+"""A rig's limits written for a game or physics engine (:mod:`...limits.export.engine_export`): the
 Blender side gathers each bone's samples, learned limit and rest frames."""
 
 import os
@@ -17,7 +17,7 @@ TEXT_NAME = "Joint Limits Engine Export"
 
 
 def bone_record(pose_bone):
-    """The mapping :func:`..limits.engine_export.bone_entry` takes, for ``pose_bone``: its
+    """The mapping :func:`...limits.export.engine_export.bone_entry` takes, for ``pose_bone``: its
     samples, its learned limit (or None) and its rest frames. ``ValueError`` when it has no
     samples."""
     samples = read_cloud(pose_bone)

@@ -69,7 +69,7 @@ def fit_pose_bone(obj, pose_bone, mirror=False):
     return it.
 
     Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
-    the clips the samples came from (:mod:`..limits.cross_validation`); what it found is kept,
+    the clips the samples came from (:mod:`...limits.fitting.cross_validation`); what it found is kept,
     as JSON, in the bone's ``fit_report``, with the mirror bone it also learned from (empty
     for a fixed padding and no mirror)."""
     settings = pose_bone.joint_limit
@@ -107,7 +107,7 @@ def fit_pose_bone(obj, pose_bone, mirror=False):
 
 
 def carries_heading(obj, pose_bone):
-    """:func:`..limits.body.skeleton.carries_heading` for a pose bone: a root with children, or a
+    """:func:`...limits.body.skeleton.carries_heading` for a pose bone: a root with children, or a
     bone whose keyed location moves in the object's action."""
     locations = []
     anim = obj.animation_data

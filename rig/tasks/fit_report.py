@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The cross-validated fit report of bones (:mod:`..limits.cross_validation`): per bone and
+"""The cross-validated fit report of bones (:mod:`...limits.fitting.cross_validation`): per bone and
 model, the held-out recall against the volume, as text for the panel, the CLI and the text
 block *Joint Limits Fit Report*."""
 
@@ -93,7 +93,7 @@ def rig_report_text(pose_bones):
 
 def write_report_text(pose_bones):
     """Fill the text block :data:`TEXT_NAME` with :func:`rig_report_text` and draw the image
-    :data:`PICTURE_NAME` (:func:`..limits.tradeoff_picture.tradeoff_picture`, the bones with a
+    :data:`PICTURE_NAME` (:func:`...limits.fitting.tradeoff_picture.tradeoff_picture`, the bones with a
     report in the same order); returns the text block (or None when no bone has a report)."""
     import bpy
 

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A limb's range of motion (Mukai, seed 004; :mod:`..limits.limb_rom`) on a rig: fitted from
+"""A limb's range of motion (Mukai, seed 004; :mod:`...limits.ik.limb_rom`) on a rig: fitted from
 the sampled rotation clouds of a limb's two bones, stored with the middle bone.
 
 A limb is named by its *middle* bone (forearm, shin): its parent is the limb *root* (upper
 arm, thigh) and its tail the limb's end (wrist, ankle). The model's frame is the root bone's
 rest frame with the root's head at the origin (fixed to the root's parent, where a limb at
-rest points along +Y): :func:`..limits.limb_geometry.limb_joints` poses the two bones there.
+rest points along +Y): :func:`...limits.ik.limb_geometry.limb_joints` poses the two bones there.
 
-The two bones' clouds are sampled on the same frames (:func:`.sampling.sample_rotations`
+The two bones' clouds are sampled on the same frames (:func:`.sample.sample_rotations`
 reads one row per frame for every keyed bone), so row ``i`` of both is one pose; rows only
 line up when both clouds hold the same number of samples from the same clips (no rows dropped
 from one of them, no densifying or thinning, which work per bone), and the fit refuses
@@ -76,7 +76,7 @@ def limb_poses(obj, middle):
 def fit_limb(obj, middle, **options):
     """Fit the range of motion of the limb whose middle bone is ``middle`` from the two bones'
     samples, store it with the middle bone, draw its picture (:func:`limb_picture`) and return
-    it. ``options`` go to :meth:`..limits.limb_rom.LimbRangeOfMotion.fit`. Nothing is written
+    it. ``options`` go to :meth:`...limits.ik.limb_rom.LimbRangeOfMotion.fit`. Nothing is written
     when it fails."""
     _, mid, end = limb_poses(obj, middle)
     model = LimbRangeOfMotion.fit_joints(np.zeros(3), mid, end, **options)
@@ -86,7 +86,7 @@ def fit_limb(obj, middle, **options):
 
 
 def limb_picture(obj, middle, model, size=256):
-    """The seed's equal-area picture of ``model`` (:func:`..limits.limb_picture.limb_range_picture`:
+    """The seed's equal-area picture of ``model`` (:func:`...limits.ik.limb_picture.limb_range_picture`:
     reach left, swivel range right, white where the end cannot go) as the packed image
     ``JL <object> <middle> limb range`` (replaced on every fit, saved with the file)."""
     picture = limb_range_picture(model, size)[::-1]  # (Blender's rows start at the bottom)

@@ -5,7 +5,7 @@ negative elements for carved holes; edit it with Blender's own tools, then rebui
 Placement
 ---------
 Element ``co`` is the primitive's centre ``p`` in the limit's quaternion vector-part space
-(:mod:`..limits.quaternion_surface`). The object sits beside the rig (:func:`.display.beside_rig`)
+(:mod:`...limits.models.surface.quaternion_surface`). The object sits beside the rig (:func:`.display.beside_rig`)
 with a uniform scale of ``2 * display_scale``: ``|p|`` is about half the rotation angle, so near
 the reference the metaball overlays the exp-map cloud display (radians times ``display_scale``).
 Moving, scaling or rotating the whole object in Object Mode changes the limit too: the rebuild
@@ -53,7 +53,7 @@ THRESHOLD = 0.05
 #: Blender's largest element stiffness.
 MAX_STIFFNESS = 10.0
 
-#: Custom property on an exported metaball object (the others: :mod:`.exported`).
+#: Custom property on an exported metaball object (the others: :mod:`..io.exported`).
 PROP_POLE = "joint_limits_pole"
 
 

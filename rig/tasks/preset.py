@@ -2,8 +2,8 @@
 """Limit presets: anatomical rotations shipped with the add-on, put onto a rig's bones.
 
 A preset (``presets/<file>.json``, built by ``tools/build_human_preset.py``) holds, per
-anatomical joint, rotations measured on a real body (:mod:`..limits.retarget`). Applying it
-matches the rig's bones to joints by name (:mod:`..limits.bone_names`), turns the rotations into
+anatomical joint, rotations measured on a real body (:mod:`...limits.body.retarget`). Applying it
+matches the rig's bones to joints by name (:mod:`...limits.body.bone_names`), turns the rotations into
 each bone's own basis rotations through the rig's rest geometry, stores them as the bone's
 samples (alone, or beside the samples the bone already has: *preset + my data*) and fits each
 bone with its own settings. The rig's rest pose is added to every bone's samples: whatever a
@@ -146,7 +146,7 @@ def match_preset(obj, preset, bone_names=None):
 class PresetResult:
     """What :func:`apply_preset` did: ``fitted`` ``{bone: (joint, preset samples, own samples)}``
     and the :class:`PresetMatch`'s ``unmatched``, ``no_data``; ``skipped`` the bones that
-    failed to fit (:class:`~.bone_errors.SkippedBones`)."""
+    failed to fit (:class:`~..io.bone_errors.SkippedBones`)."""
 
     fitted: dict
     unmatched: dict

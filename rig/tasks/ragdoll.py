@@ -8,8 +8,8 @@ body's centre of mass for Blender) halfway along the bone (the constraint
 frames are taken at the rest pose, so the joint rotation Bullet measures is the bone's local
 rotation). A limited bone with a parent gets an active body and a Generic constraint to its
 parent's body: an empty at the bone's head with the bone's rest axes, angular limits from
-:func:`..limits.engine_limits.fit_euler` (Bullet clamps Euler angles of the joint rotation,
-read as :func:`..limits.engine_limits.bullet_euler_from_quaternion` does), linear axes locked.
+:func:`...limits.export.engine_limits.fit_euler` (Bullet clamps Euler angles of the joint rotation,
+read as :func:`...limits.export.engine_limits.bullet_euler_from_quaternion` does), linear axes locked.
 Other bodies are passive (they hold the chain). Boxes are 0.8 of their bone long, so the boxes
 of bones meeting at a joint (siblings, which no constraint excuses from colliding) do not
 overlap at the rest pose, and a rigid body world the build creates solves constraints in 50

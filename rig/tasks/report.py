@@ -17,7 +17,7 @@ def violation_report(obj, scene, action, frames, bone_names=None, progress=None,
     """Rows ``{bone, frames_out, frames, worst_deg, worst_frame, model}`` for every limited bone,
     evaluated with constraints and IK (live enforcement paused). A bone whose limit cannot be
     read or gives NaN has no row and is added to ``skipped`` (a
-    :class:`.bone_errors.SkippedBones`; without one, a ``ValueError`` naming it is raised)."""
+    :class:`..io.bone_errors.SkippedBones`; without one, a ``ValueError`` naming it is raised)."""
     limits = limited_bones(obj, bone_names, skipped)
     if not limits:
         unreadable = f" that can be read ({skipped.summary()})" if skipped else ""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Actions -> per-bone rotation clouds, kept in the armature's data store (:mod:`.datastore`)."""
+"""Actions -> per-bone rotation clouds, kept in the armature's data store (:mod:`..io.datastore`)."""
 
 import contextlib
 

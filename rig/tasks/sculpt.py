@@ -35,7 +35,7 @@ from ..io.storage import read_cloud, read_limit, store_limit
 from .display import beside_rig, display_object
 from .fit import reference_frame_rotation
 
-#: Custom property on an exported mesh object (the others: :mod:`.exported`).
+#: Custom property on an exported mesh object (the others: :mod:`..io.exported`).
 PROP_RESOLUTION = "joint_limits_resolution"
 
 #: Grid resolution when the bone's limit is not already an exp-map SDF grid.

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Which bones of a rig mirror which, and a bone's samples with its partner's seen in the mirror
-(:class:`..limits.symmetry.BodyMirror`): left/right pairs learn from each other's samples
+(:class:`...limits.body.symmetry.BodyMirror`): left/right pairs learn from each other's samples
 (issue 13).
 
-Partners are found by name (:func:`..limits.skeleton.mirror_name`: Blender's, Mixamo's, CMU's,
+Partners are found by name (:func:`...limits.body.skeleton.mirror_name`: Blender's, Mixamo's, CMU's,
 Character Creator's conventions) and kept only when the pose agrees: each head, mirrored through
 the character's symmetry plane, lands near the partner's. The rest pose is tried first; a rig
 whose rest pose is not symmetric (some BVH skeletons point one side's limbs along the spine)
@@ -30,7 +30,7 @@ def neutral_pose(armature):
 
 
 def body_mirror(armature):
-    """The :class:`~..limits.symmetry.BodyMirror` of an armature object, or ``None`` when neither
+    """The :class:`~...limits.body.symmetry.BodyMirror` of an armature object, or ``None`` when neither
     its rest pose nor its neutral pose mirrors."""
     skeleton = skeleton_from_armature(armature)
     if not len(skeleton):

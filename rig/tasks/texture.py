@@ -79,7 +79,7 @@ def edit_image(obj, pose_bone):
 def rebuild_from_image(obj, pose_bone, image=None):
     """Read the (edited) texture image back into the bone's limit, recomputing the derived
     data (nearest-boundary table, islands). Reference pose and centre are kept. Returns the
-    new :class:`~..limits.joint.JointLimit`; ``ValueError`` for a missing or wrong image."""
+    new :class:`~...limits.joint.JointLimit`; ``ValueError`` for a missing or wrong image."""
     limit = texture_limit(pose_bone)
     image = image or bpy.data.images.get(image_name(obj, pose_bone))
     if image is None:

@@ -121,7 +121,7 @@ def checked_operator(cls):
     """``cls`` (an operator class) with an ``execute`` that
 
     - re-links its armature's detached data store first and, after running, warns in the
-      status bar when limit data is missing (:func:`..rig.datastore.health`);
+      status bar when limit data is missing (:func:`...rig.io.datastore.health`);
     - reports what it raises for bad input (:data:`INPUT_ERRORS`) as one status-bar error and
       cancels, so an operator's own code raises ``ValueError`` with a sentence for the animator
       instead of catching and reporting it itself.
@@ -153,7 +153,7 @@ def checked_operator(cls):
 
 def report_done(operator, text, skipped, level="INFO"):
     """Report what ``operator`` did in one status-bar line that also names the bones it
-    ``skipped`` (a :class:`~..rig.bone_errors.SkippedBones`), as a warning when there are any."""
+    ``skipped`` (a :class:`~...rig.io.bone_errors.SkippedBones`), as a warning when there are any."""
     if skipped:
         level, text = "WARNING", f"{text}; {skipped.summary()}"
     operator.report({level}, text)

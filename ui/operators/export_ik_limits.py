@@ -13,7 +13,7 @@ TEXT_NAME = "Joint Limits IK Export"
 
 def export_ik_limits(pose_bone, padding=None):
     """Set the bone's own IK limits (``use_ik_limit_*``, ``ik_min_*``/``ik_max_*``,
-    ``lock_ik_*``) to the :class:`~..limits.ik_limits.IkLimits` fitted to its samples and
+    ``lock_ik_*``) to the :class:`~...limits.export.ik_limits.IkLimits` fitted to its samples and
     return ``(limits, fidelity)``. Stiffness is left as it is (it is not a limit). The fidelity
     compares with the bone's fitted limit when it has one."""
     cloud = read_cloud(pose_bone)

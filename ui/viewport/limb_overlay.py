@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The reachable workspace of a limb drawn at its root (Mukai's limb range, :mod:`.limb`): a
+"""The reachable workspace of a limb drawn at its root (Mukai's limb range, :mod:`...rig.tasks.limb`): a
 sphere of root->end directions, each vertex pushed out to the farthest reach the limb has
 along it and coloured by what the range allows there.
 

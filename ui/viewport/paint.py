@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Painting a bone's sinus texture in 3-D: a sphere mesh at the bone whose UVs are the
-texture's swing parameterization (:func:`..limits.pose_helper.layout_sphere`), textured with a
+texture's swing parameterization (:func:`...limits.authoring.pose_helper.layout_sphere`), textured with a
 *paint image* of the limit and painted in Texture Paint with Blender's own brushes (or in 2-D
 in the Image Editor, on the same image); the limit is rebuilt from the image when painting
 ends.

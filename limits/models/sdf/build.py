@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Building the SDF grid limit (:mod:`.sdf_grid`) from motion samples: grid layout,
+"""Building the SDF grid limit (:mod:`.grid`) from motion samples: grid layout,
 densification, unsigned distance, sign and inside depth (seed 000, sections 3.2 and 3.3).
 
-:func:`sdf_from_rotations` is what :meth:`.sdf_grid.SdfGridLimit.fit` runs once the input is
+:func:`sdf_from_rotations` is what :meth:`.grid.SdfGridLimit.fit` runs once the input is
 checked.
 
 Steps
@@ -14,7 +14,7 @@ Steps
    samples at most ``h / 2`` apart is within ``h / 4`` of a sample; every point has all
    corners of its Voronoi face or vertex within ``sqrt(3) h / 2``; ``1 / 4 + sqrt(3) / 2 <
    1.15``).
-2. Densification (seed 000, section 3.2 and Fig. 2): :func:`~.cloud.densify_slerp` with an
+2. Densification (seed 000, section 3.2 and Fig. 2): :func:`~...cloud.densify_slerp` with an
    angle that keeps consecutive samples at most half the smallest spacing apart in exp-map
    space, then adaptive rounds that subdivide (slerp) just the pairs still too far apart in
    the parameter space (needed near the ZYZ poles; at most :data:`REFINE_ROUNDS` rounds and
@@ -23,7 +23,7 @@ Steps
    paper unless ``bridge=False``.
 3. Unsigned distance ``d`` to the samples without a nodes x samples search: every sample seeds
    its nearest node (each seeded node keeps the sample nearest to it, ``rep``), an exact
-   separable Euclidean distance transform (:mod:`.distance_transform`) gives every node its
+   separable Euclidean distance transform (:mod:`...geometry.distance_transform`) gives every node its
    nearest seeded node, and ``d_hat(x) = min |x - rep(s)|`` over the nearest seeds of ``x``
    and of its six neighbours. Error bound: with ``r`` the largest distance from a sample to its
    seed node (at most half a cell diagonal), ``d <= d_hat <= d + 2 r``: ``d_hat`` is a distance
@@ -262,7 +262,7 @@ def _track(q, space, target, segments, bridge):
 
 
 def _track_pieces(q, starts, angle, steps, space, target, bridge):
-    """The pieces of :func:`_track`: runs of pairs densified by :func:`~.cloud.densify_slerp`
+    """The pieces of :func:`_track`: runs of pairs densified by :func:`~...cloud.densify_slerp`
     with ``angle`` (``steps`` pieces per pair), then refined."""
     n = len(q)
     bounds = _runs(steps, PIECE_SAMPLES)
@@ -514,7 +514,7 @@ def _build(points, lower, spacing, closed, n, tube):
 def sdf_from_rotations(q, space, n, tube0, segments=None, bridge=True, densify=True):
     """Signed distance grid of unit quaternions ``q (N, 4)`` (checked and normalized, ``N >= 1``)
     in ``space`` with ``n`` nodes per axis and a tube of at least ``tube0`` radians; the other
-    arguments as for :meth:`.sdf_grid.SdfGridLimit.fit`.
+    arguments as for :meth:`.grid.SdfGridLimit.fit`.
 
     Memory is bounded by the input and the grid, never by the densified track: the track is
     made and read in pieces of about :data:`PIECE_SAMPLES` rows (twice: once for the grid

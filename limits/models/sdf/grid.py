@@ -6,14 +6,14 @@ The allowed region is a set in a three-dimensional parameter space: the rotation
 pocket the tube encloses. It is stored as a signed distance ``phi`` sampled on a regular grid:
 ``phi < 0`` inside, ``phi > 0`` outside, ``phi = 0`` on the region's boundary.
 
-The grid lives in a parameter space (:mod:`.sdf_space`); :mod:`.sdf_build` builds it from the
-motion (:meth:`SdfGridLimit.fit`); lookups are trilinear (:mod:`.sdf_lookup`) and the
-projection's fast path is in :mod:`.sdf_projection`.
+The grid lives in a parameter space (:mod:`.space`); :mod:`.build` builds it from the
+motion (:meth:`SdfGridLimit.fit`); lookups are trilinear (:mod:`.lookup`) and the
+projection's fast path is in :mod:`.projection`.
 
 Queries
 -------
 ``contains``: trilinear ``phi <= tolerance`` (eq. 5 of the paper with its epsilon folded into
-``phi``; the default tolerance :data:`.constants.CONTAINS_TOLERANCE` only absorbs rounding). Points
+``phi``; the default tolerance :data:`...constants.CONTAINS_TOLERANCE` only absorbs rounding). Points
 outside the grid box (on non-closed axes) are outside.
 
 ``project``: rotations with ``phi <= tolerance`` are returned unchanged. Others are clamped
@@ -127,7 +127,7 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
             already chosen (e.g. unrolled).
         padding : float
             Radians added to ``epsilon`` (the project-wide "room around the data" setting; at
-            least :data:`~.constants.MIN_PADDING`).
+            least :data:`~...constants.MIN_PADDING`).
         resolution : int
             Grid nodes per axis, 8..128.
         space : {"EXP_MAP", "ZYZ"}
@@ -135,7 +135,7 @@ class SdfGridLimit(SdfProjection, RowsPerBone, LimitModel):
             Seed 000's threshold: radius (radians of the space) of the tube around the samples,
             > 0. The tube used is ``epsilon + padding``, at least 1.15 grid spacings.
         segments : array_like, optional
-            Clip starts (bool mask ``(N,)`` or start indices), as for :func:`~.cloud.densify_slerp`.
+            Clip starts (bool mask ``(N,)`` or start indices), as for :func:`~...cloud.densify_slerp`.
         bridge : bool
             Interpolate from each clip's last frame to the next clip's first (seed 000).
         densify : bool

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Trilinear lookups on the SDF grid (:mod:`.sdf_grid`): the cell geometry of a batch of query
+"""Trilinear lookups on the SDF grid (:mod:`.grid`): the cell geometry of a batch of query
 points laid out axes first, gathers of the 8 cell corners from flat node tables, and
 interpolation.
 

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The projection of the SDF grid limit (:class:`.sdf_grid.SdfGridLimit`): its fast path,
+"""The projection of the SDF grid limit (:class:`.grid.SdfGridLimit`): its fast path,
 kept out of the model's readable interface.
 
-What it computes is in :mod:`.sdf_grid`'s docstring (two gradient steps, a few more, then a
+What it computes is in :mod:`.grid`'s docstring (two gradient steps, a few more, then a
 bisection towards the nearest inside node). How:
 
-Projection runs in chunks of :data:`.constants.CHUNK_ROWS` rows with the points laid out axes
+Projection runs in chunks of :data:`...constants.CHUNK_ROWS` rows with the points laid out axes
 first. One 16-byte gather per cell corner fetches float32 ``phi`` and gradient (on open grids each
 corner is gathered from the table shifted by its offset, with the cells' first-corner index);
 float32 ``phi`` only decides where it cannot be wrong (its error is bounded, and rows near the
@@ -68,7 +68,7 @@ def _step(x, phi, grad, geo, target):
 
 
 class SdfProjection:
-    """The projection steps of :class:`.sdf_grid.SdfGridLimit` (a mixin: it reads the model's
+    """The projection steps of :class:`.grid.SdfGridLimit` (a mixin: it reads the model's
     parameters, caches and lookups)."""
 
     def _project_rows(self, rows, bone, out):

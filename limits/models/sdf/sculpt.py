@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Sculpted signed distance fields (seed 000, section 3.4): grid -> mesh -> grid, in numpy.
 
-A signed-distance-grid limit (:mod:`.sdf_grid`) is turned into a closed triangle mesh that a
+A signed-distance-grid limit (:mod:`.grid`) is turned into a closed triangle mesh that a
 rigger can edit in Blender (move, scale, sculpt, or shrink-wrap an enclosing sphere onto it, as
 in the paper's Fig. 3), and the edited mesh is turned back into a signed distance grid.
 
@@ -39,7 +39,7 @@ Mesh to grid (:func:`sdf_from_mesh`)
   node x triangle pairs. Every node whose distance comes out at most ``rho`` is exact (its
   nearest triangle was among its pairs), and every surface point has such a node within
   ``rho`` (a corner of its cell). The other nodes take the nearest of the closest surface
-  points of their nearest exact node (an exact distance transform, :mod:`.distance_transform`)
+  points of their nearest exact node (an exact distance transform, :mod:`...geometry.distance_transform`)
   and of their six neighbours', then two sweeps in which neighbours share closest points. Bound:
   ``d <= d_hat <= d + 2 rho`` (``d_hat`` is a distance to a real surface point; the exact node
   nearest the true closest point is within ``d + rho`` and its closest point another ``rho``);
@@ -120,7 +120,7 @@ def mesh_from_sdf(phi, lower, spacing):
     Parameters
     ----------
     phi : (I, J, K) float array
-        Signed distance at the nodes (negative inside), e.g. an :class:`~.sdf_grid.SdfGridLimit`'s
+        Signed distance at the nodes (negative inside), e.g. an :class:`~.grid.SdfGridLimit`'s
         ``params["phi"]``; units of the parameter space (radians).
     lower : (3,) float array
         Position of node ``(0, 0, 0)``.

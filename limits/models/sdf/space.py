@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The parameter spaces of the SDF grid limit (:mod:`.sdf_grid`): where a rotation sits in the
+"""The parameter spaces of the SDF grid limit (:mod:`.grid`): where a rotation sits in the
 grid, and how differences and grid windows work on the periodic axes.
 
 Spaces (``config["space"]``)
@@ -12,7 +12,7 @@ Spaces (``config["space"]``)
     half turn). The tube is therefore a nearly uniform band of rotations and the projection is
     close to the geodesically nearest allowed rotation.
 ``"ZYZ"``
-    Seed 000's proper Z-Y-Z Euler angles ``(a, b, c)`` (:func:`~.quaternion.zyz_from_quaternion`),
+    Seed 000's proper Z-Y-Z Euler angles ``(a, b, c)`` (:func:`~...geometry.quaternion.zyz_from_quaternion`),
     ``a`` and ``c`` periodic. Kept for comparison. Its chart is singular at ``b = 0`` and
     ``b = pi``, and ``b = 0`` is the reference pose itself, i.e. the middle of the data: there
     a tiny rotation moves ``a`` and ``c`` by up to ``pi`` in opposite directions, so the tube is

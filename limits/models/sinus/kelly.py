@@ -3,7 +3,7 @@
 
 The file format of Kelly's dissertation: a 256 x 512 image in his two-hemisphere layout whose
 allowed texels hold the twist range and stress, and whose forbidden texels point at their
-nearest allowed texel. :mod:`.sinus_texture` holds the same information at float precision.
+nearest allowed texel. :mod:`.texture` holds the same information at float precision.
 """
 
 import numpy as np
@@ -18,7 +18,7 @@ def to_kelly_rgba8(model):
     """Kelly's 8-bit RGBA joint-limit texture ``uint8 (512, 256, 4)`` of an unstacked model.
 
     Numpy shape ``(rows, columns) = (512, 256)``: Kelly's image is 256 wide by 512 high in his
-    two-hemisphere layout (:mod:`.sphere_maps`, ``"kelly"``); row 0 is the *bottom* row (his
+    two-hemisphere layout (:mod:`...geometry.sphere_maps`, ``"kelly"``); row 0 is the *bottom* row (his
     pixel heights are measured from the bottom; Blender's ``Image.pixels`` has the same order,
     flip the rows for a top-down PNG writer). Models of another layout or size are resampled
     (mask by nearest texel, twist and stress bilinear, at Kelly's texel centres) and their

@@ -5,7 +5,7 @@ A rotation ``q`` (reference-relative, ``(w, x, y, z)``) is split about the bone 
 swing and a twist. The swing is represented by its *direction* ``d = q (+Y) q*``, a unit
 vector in the reference frame; the twist by its angle in ``(-pi, pi]`` radians (right-handed
 about +Y; the cover of ``q`` does not matter). A texture over the sphere of directions
-(:mod:`.sphere_maps`; default the equal-area octahedral layout centred on the rest direction
+(:mod:`...geometry.sphere_maps`; default the equal-area octahedral layout centred on the rest direction
 +Y, or Kelly's own 256 x 512 two-hemisphere layout) stores per texel:
 
 Parameters
@@ -17,7 +17,7 @@ image : (H, W, 4) float array
     are well behaved), ``3`` stress 0..1 (0 deep inside, 1 at and beyond the boundary).
     Kept at half precision (float16; twist limits rounded outward, so every sample that was
     inside stays inside: steps of at most 0.002 rad, 0.11 degree): the image is all that
-    defines the limit, and it is stored (:mod:`.serialize`) in a quarter of the space of
+    defines the limit, and it is stored (:mod:`...serialize`) in a quarter of the space of
     float64.
 
 Config: ``layout`` (str), ``height`` and ``width`` (int, the texture shape) and ``islands``
@@ -27,7 +27,7 @@ one layout and size stack (:meth:`SinusTextureLimit.group_key`).
 
 Derived data, never stored: Kelly's nearest-boundary table, for every forbidden texel the
 allowed direction nearest (by arc length on the sphere) to the texel's centre, refined onto
-the boundary of the allowed region (:func:`.nearest_boundary.nearest_allowed_points`). Projection fills
+the boundary of the allowed region (:func:`...geometry.nearest_boundary.nearest_allowed_points`). Projection fills
 it texel by texel as swings land in forbidden texels (the same entries as the whole table,
 bit for bit), so loading and stacking limits costs no table building;
 :meth:`SinusTextureLimit.nearest_table` gives the whole table.
@@ -89,7 +89,7 @@ STRESS_RAMP = 0.25
 GUARD_TEXELS = 8.0
 #: Halvings of the binary search for where a path leaves the allowed region: 2^-12 of the
 #: search's sample spacing (a quarter texel), far below the 1 % of a texel the result is then
-#: pulled inside (:data:`.nearest_boundary.INSET`).
+#: pulled inside (:data:`...geometry.nearest_boundary.INSET`).
 CROSSING_BISECTIONS = 12
 
 
@@ -181,10 +181,10 @@ class SinusTextureLimit(LimitModel):
             Radians: the swing region is grown by this arc and every twist range by this angle
             on both sides (at least 1e-3).
         size : None, int or (H, W)
-            Texture shape (see :func:`.sphere_maps.texture_shape`); default 256 x 256 for the
+            Texture shape (see :func:`...geometry.sphere_maps.texture_shape`); default 256 x 256 for the
             octahedral layouts, 512 x 256 (Kelly's 256 wide by 512 high) for ``"kelly"``.
         layout : str
-            One of :data:`.sphere_maps.LAYOUTS`.
+            One of :data:`...geometry.sphere_maps.LAYOUTS`.
         closing : float
             Radians: the swings' texels are closed (dilated by ``closing + padding``, then eroded
             by ``closing``, by arc length on the sphere) so sparse data gives a closed region.
@@ -195,7 +195,7 @@ class SinusTextureLimit(LimitModel):
 
         The twist range of each texel is the range of the samples within ``twist_radius`` of
         it (:func:`_twist_envelope`), filled
-        smoothly elsewhere (:func:`.sphere_image.fill_smooth`), padded, then lowered / raised just enough that
+        smoothly elsewhere (:func:`...geometry.sphere_image.fill_smooth`), padded, then lowered / raised just enough that
         every sample is inside its bilinearly interpolated range. Stress grows linearly from
         ``STRESS_RAMP`` radians inside (0) to the boundary (1). ``report`` (and config
         ``islands``) counts the connected allowed regions.
@@ -300,7 +300,7 @@ class SinusTextureLimit(LimitModel):
             (they must lie within one hemisphere) and the great arcs between them, grown by
             ``padding`` radians.
         smoothing : int
-            Jacobi sweeps per pyramid level of the interpolation (:func:`.sphere_image.fill_smooth`).
+            Jacobi sweeps per pyramid level of the interpolation (:func:`...geometry.sphere_image.fill_smooth`).
 
         Keys sharing a texel are averaged; the twist channels interpolate the keys (which they
         keep exactly) smoothly across the whole texture.
@@ -434,7 +434,7 @@ class SinusTextureLimit(LimitModel):
     def _nearest(self, texel):
         """``(n, 5)``: the nearest-boundary entry ``(x, y, z)`` and the twist range ``(low,
         high)`` there, of each forbidden texel ``texel (n,)`` (flat, with the bone offset),
-        computed for the texels not met before (:func:`.nearest_boundary.nearest_points`)."""
+        computed for the texels not met before (:func:`...geometry.nearest_boundary.nearest_points`)."""
         rt = self._runtime()
         slot = rt["slot"].take(texel)
         if not slot.all():
@@ -459,7 +459,7 @@ class SinusTextureLimit(LimitModel):
 
     def nearest_table(self):
         """Kelly's whole nearest-boundary table ``(..., H, W, 3)`` (derived data; for the
-        allowed texels their centres): :func:`.nearest_boundary.nearest_allowed_points` of each
+        allowed texels their centres): :func:`...geometry.nearest_boundary.nearest_allowed_points` of each
         bone's mask."""
         h, w = self.config["height"], self.config["width"]
         masks = (self.params["image"][..., MASK] > 0.5).reshape(-1, h, w)
@@ -471,7 +471,7 @@ class SinusTextureLimit(LimitModel):
 
     def subset(self, lead, index):
         """A view sharing the params and runtime tables, whose bone axis is the rows' bones
-        (see :meth:`.model.LimitModel.subset`)."""
+        (see :meth:`...model.LimitModel.subset`)."""
         own = self._runtime()["bones_shape"] if self._subset_bones is None else self._subset_bones.shape
         bones = subset_bones(own, lead, index)
         if bones is None:
@@ -764,7 +764,7 @@ class SinusTextureLimit(LimitModel):
 
 def _ranges_at_uv(u, v, bone, rt, image, layout, shape):
     """Twist ranges ``(n, 2)`` at texture coordinates ``u, v (n,)`` of bones ``bone (n,)``: the
-    bilinear interpolation of :func:`.sphere_image.bilinear_taps` (same weights, same sums), with the taps read
+    bilinear interpolation of :func:`...geometry.sphere_image.bilinear_taps` (same weights, same sums), with the taps read
     from the runtime's padded image (every bone), which holds the texels the seams wrap to. A tap
     beyond the one-texel border (a point a rounding step outside the texture) takes the wrapped
     path in ``image (B, H * W, 4)``."""

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Reaching the surface ``F = iso`` of a field of implicit primitives
-(:func:`.implicit_primitives.primitive_field`) from points near it, in the field's 3-space: the
+(:func:`.primitives.primitive_field`) from points near it, in the field's 3-space: the
 steps :mod:`.quaternion_surface` projects with, beyond seed 002's.
 
 - :func:`crossing`: the inside point where a segment from inside to outside crosses the surface

@@ -21,12 +21,12 @@ Fit (:meth:`QuaternionSurfaceLimit.fit`)
 ----------------------------------------
 1. Coherent field and points ``p (N, 3)`` (above).
 2. Surface points (4.1): ``L x L`` solid angles about the centre of mass, thickness ``T``
-   (:func:`~.implicit_primitives.surface_points`); at most ``max_surface_points`` of them (an
+   (:func:`~.primitives.surface_points`); at most ``max_surface_points`` of them (an
    evenly drawn subset, fixed seed) enter the optimization.
 3. Implicit surface (4.2-4.3): eq. 5 primitives of stickiness ``k = 5``, eq. 6 with
    ``alpha1 = 0``, ``alpha2 = 0.01``, split the worst primitive (eq. 7, six children on one
    axis), re-optimize after each split, stop when the energy stabilizes, clean up, re-optimize
-   (:func:`~.implicit_primitives.fit_primitives`).
+   (:func:`~.primitives.fit_primitives`).
 4. Coverage (beyond the paper, the project's convention that the training rotations are
    allowed): the fit approximates the *surface* of the data, so about half the surface points
    lie just outside. Positive radii grow locally until every training rotation is inside
@@ -50,7 +50,7 @@ Fit (:meth:`QuaternionSurfaceLimit.fit`)
    ``carve=False`` gives the paper's surface (it covers the holes, as the paper says).
 
 By hand: :meth:`QuaternionSurfaceLimit.with_primitive` adds a primitive (e.g. a negative one);
-in Blender, negative metaball elements (:mod:`..rig.metaball`).
+in Blender, negative metaball elements (:mod:`....rig.tasks.metaball`).
 
 Queries
 -------
@@ -66,14 +66,14 @@ from ``p'``, at most :data:`GRADIENT_STEPS` times. A row still outside then step
 *anchor* (a positive primitive centre with ``F >= iso`` or, when carving covers them all, an
 inside node of a coarse grid; ``validate`` refuses a model without one). The last segment
 ``[outside, inside]`` is then solved for the surface (Newton's method kept inside the bracket,
-:func:`.implicit_surface.crossing`: a few field evaluations, where bisection needs dozens), its inside end kept.
-Beyond the paper, :data:`.implicit_surface.NEAREST_STEPS` steps along the surface towards the nearest point
-(:func:`.implicit_surface.nearer`): the paper's point depends on which primitive is the most influential, which
+:func:`.implicit.crossing`: a few field evaluations, where bisection needs dozens), its inside end kept.
+Beyond the paper, :data:`.implicit.NEAREST_STEPS` steps along the surface towards the nearest point
+(:func:`.implicit.nearer`): the paper's point depends on which primitive is the most influential, which
 switches as a rotation moves, and projections of a motion would jump with it. Steps leave the unit
 ball never (clamped to ``|p| <= 1``). ``last_projection`` counts the gradient steps used and
 the fallbacks. The result is on the input's cover.
 
-Motion (:mod:`.continuity`): where a motion cannot take the projection,
+Motion (:mod:`...continuity`): where a motion cannot take the projection,
 :meth:`~QuaternionSurfaceLimit.slide` walks along the surface towards the rotation (the
 tangent-plane steps of the projection, their length within the frame's reach), and
 :meth:`~QuaternionSurfaceLimit.project_near` brings a point just outside onto the surface by
@@ -115,7 +115,7 @@ from .primitives import ISO, STICKINESS, fit_primitives, primitive_field, surfac
 #: Fewest rotations a fit accepts.
 MIN_SAMPLES = 8
 
-#: Projection: most gradient steps (then the crossing, :mod:`.implicit_surface`).
+#: Projection: most gradient steps (then the crossing, :mod:`.implicit`).
 GRADIENT_STEPS = 8
 
 #: Tangent-plane steps of a slide (:meth:`QuaternionSurfaceLimit.slide`): its reach is a
@@ -580,7 +580,7 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
 
     @classmethod
     def stack(cls, models):
-        """:meth:`.model.LimitModel.stack`, every model's primitives padded to the largest count
+        """:meth:`...model.LimitModel.stack`, every model's primitives padded to the largest count
         with inert ones (sign 0: they add exactly 0 to the field and its gradient, and are never
         a row's most influential primitive), so a rig's surfaces, whose fits each found their
         own count, are one group: the live handler limits them with one call, and a motion
@@ -666,12 +666,12 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         return out.reshape(lead + (4,)), moved.reshape(lead)
 
     def slide(self, q, start, cap):
-        """:meth:`.model.LimitModel.slide` along the surface. Where the rotation ``cap`` from
+        """:meth:`...model.LimitModel.slide` along the surface. Where the rotation ``cap`` from
         ``start`` towards ``q`` is inside, that rotation; else from ``start`` (or where the
         way to that rotation leaves the surface, when ``start`` is inside it) the tangent-plane
-        steps of :func:`.implicit_surface.nearer` towards ``q``, their length along the surface
+        steps of :func:`.implicit.nearer` towards ``q``, their length along the surface
         within the rest of ``cap``, kept when within ``cap`` of ``start`` and nearer ``q``.
-        Cheaper than the default descent by :meth:`project_near` (:func:`.continuity.descend`),
+        Cheaper than the default descent by :meth:`project_near` (:func:`...continuity.descend`),
         whose steps go mostly along the normal and so creep along the surface, and as near ``q``."""
         q = as_quaternions(q)
         rows, bone, lead = self._rows(q)
@@ -717,12 +717,12 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         return out
 
     def project_near(self, q, near):
-        """:meth:`.model.LimitModel.project_near`: a rotation ``q`` just outside is brought onto
+        """:meth:`...model.LimitModel.project_near`: a rotation ``q`` just outside is brought onto
         the surface by Newton steps along the field's gradient (``(iso - F) / |grad F|^2``; a
         point near the surface lands next to it, where the paper's step to the most influential
         sphere overshoots), then the crossing on the segment to the last point inside (the
         Newton point, else ``near``). Each row costs some 5 field evaluations where
-        :meth:`project` takes 12 or more (a descent, :func:`.continuity.descend`, asks this several
+        :meth:`project` takes 12 or more (a descent, :func:`...continuity.descend`, asks this several
         times a frame; a motion on this surface slides by :meth:`slide` instead). Rows whose
         Newton steps and ``near`` are both outside are projected."""
         q = as_quaternions(q)
