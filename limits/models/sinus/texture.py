@@ -29,7 +29,7 @@ Derived data, never stored: Kelly's nearest-boundary table, for every forbidden 
 allowed direction nearest (by arc length on the sphere) to the texel's centre, refined onto
 the boundary of the allowed region (:func:`...geometry.nearest_boundary.nearest_allowed_points`). Projection fills
 it texel by texel as swings land in forbidden texels (the same entries as the whole table,
-bit for bit), so loading and stacking limits costs no table building;
+to an ulp of numpy's trigonometry), so loading and stacking limits costs no table building;
 :meth:`SinusTextureLimit.nearest_table` gives the whole table.
 
 Lookups: the mask by the texel holding ``d`` (nearest texel), twist range and stress by
