@@ -27,6 +27,8 @@ CONTROLS = ("hand_ik.L", "hand_ik.R", "foot_ik.L", "foot_ik.R")
 FK_CONTROLS = tuple(f"{b}_fk.{s}" for s in "LR" for b in ("upper_arm", "forearm", "hand", "thigh", "shin", "foot"))
 SWITCHES = tuple(f"{b}_parent.{s}" for s in "LR" for b in ("upper_arm", "thigh"))
 TOLERANCE_DEG = 0.5
+#: Joints where the deforming chain meets the ORG chain: elbow, wrist, knee, ankle.
+JOINTS = tuple(f"{b}.{s}" for s in "LR" for b in ("forearm", "hand", "shin", "foot"))
 
 
 def rigify_rig(blend=None):
@@ -64,6 +66,12 @@ def degrees_out(rig, rows):
     return {name: float(np.degrees(limit.violation(q[row]))) for row, name, limit in rows}
 
 
+def joint_gap(rig):
+    """Metres the deforming bones' elbows, wrists, knees and ankles stand from the ORG chain's."""
+    bones = rig.pose.bones
+    return max((bones[f"DEF-{j}"].head - bones[f"ORG-{j}"].head).length for j in JOINTS)
+
+
 def places(count, reach, seed):
     """``(count, 3)`` control locations: random offsets of up to ``reach`` metres from rest."""
     rng = np.random.default_rng(seed)
@@ -80,9 +88,10 @@ def turns(count, seed):
 
 
 def moves(rig, controls, channel, values, rows):
-    """``(ms per update, worst {bone: deg}, updates with a bone out)``: ``controls`` in turn set
-    to ``values`` (one per update) through ``channel``, each put back after its update."""
-    times, worst, out = [], {}, 0
+    """``(ms per update, worst {bone: deg}, updates with a bone out, largest joint gap (m))``:
+    ``controls`` in turn set to ``values`` (one per update) through ``channel``, each put back
+    after its update."""
+    times, worst, out, gap = [], {}, 0, 0.0
     for i, value in enumerate(values):
         pb = rig.pose.bones[controls[i % len(controls)]]
         if channel == "rotation_quaternion":
@@ -97,9 +106,10 @@ def moves(rig, controls, channel, values, rows):
             out += any(v > TOLERANCE_DEG for v in deg.values())
             for bone, v in deg.items():
                 worst[bone] = max(worst.get(bone, 0.0), v)
+            gap = max(gap, joint_gap(rig))
         setattr(pb, channel, rest)
     bpy.context.view_layer.update()
-    return np.array(times), worst, out
+    return np.array(times), worst, out, gap
 
 
 def switch_to(rig, ik_fk):
@@ -127,16 +137,18 @@ def key_controls(rig, frames, reach, seed):
 
 
 def play(frames, rig=None, rows=None):
-    """``(ms per frame, worst deg out)`` playing frames 1..frames (checking every 10th frame)."""
+    """``(ms per frame, worst deg out, largest joint gap (m))`` playing frames 1..frames
+    (checking every 10th frame)."""
     scene = bpy.context.scene
-    total, worst = 0.0, 0.0
+    total, worst, gap = 0.0, 0.0, 0.0
     for f in range(1, frames + 1):
         t = time.perf_counter()
         scene.frame_set(f)
         total += time.perf_counter() - t
         if rows and f % 10 == 0:
             worst = max(worst, max(degrees_out(rig, rows).values()))
-    return 1000 * total / frames, worst
+            gap = max(gap, joint_gap(rig))
+    return 1000 * total / frames, worst, gap
 
 
 def main():
@@ -160,18 +172,18 @@ def main():
     preset_s = time.perf_counter() - t
     rows = limited_rows(rig)
     print(f"human preset: {result}, {len(rows)} bones limited ({preset_s:.1f} s)")
-    plain_ms, plain_worst, plain_out = moves(rig, CONTROLS, "location", offsets, rows)
+    plain_ms, plain_worst, plain_out, plain_gap = moves(rig, CONTROLS, "location", offsets, rows)
     switch_to(rig, 1.0)
-    plain_fk_ms, plain_fk_worst, plain_fk_out = moves(rig, FK_CONTROLS, "rotation_quaternion", rotations, rows)
+    plain_fk_ms, plain_fk_worst, plain_fk_out, plain_fk_gap = moves(rig, FK_CONTROLS, "rotation_quaternion", rotations, rows)
     switch_to(rig, 0.0)
 
     t = time.perf_counter()
     scene.joint_limits.enforce_live = True
     scene.frame_set(scene.frame_current)
     turn_on = time.perf_counter() - t
-    on_ms, on_worst, on_out = moves(rig, CONTROLS, "location", offsets, rows)
+    on_ms, on_worst, on_out, on_gap = moves(rig, CONTROLS, "location", offsets, rows)
     switch_to(rig, 1.0)
-    on_fk_ms, on_fk_worst, on_fk_out = moves(rig, FK_CONTROLS, "rotation_quaternion", rotations, rows)
+    on_fk_ms, on_fk_worst, on_fk_out, on_fk_gap = moves(rig, FK_CONTROLS, "rotation_quaternion", rotations, rows)
     switch_to(rig, 0.0)
 
     def line(label, plain, on, unit="ms"):
@@ -183,29 +195,35 @@ def main():
 
     print(f"turning enforcement on: {turn_on:.3f} s")
     for label, plain, on in (
-        ("IK control moves", (plain_ms, plain_worst, plain_out), (on_ms, on_worst, on_out)),
-        ("FK control moves", (plain_fk_ms, plain_fk_worst, plain_fk_out), (on_fk_ms, on_fk_worst, on_fk_out)),
+        ("IK control moves", (plain_ms, plain_worst, plain_out, plain_gap), (on_ms, on_worst, on_out, on_gap)),
+        (
+            "FK control moves",
+            (plain_fk_ms, plain_fk_worst, plain_fk_out, plain_fk_gap),
+            (on_fk_ms, on_fk_worst, on_fk_out, on_fk_gap),
+        ),
     ):
         print(f"{label} ({args.moves}, one update each):")
         line("median", np.median(plain[0]), np.median(on[0]))
         line("95th percentile", np.percentile(plain[0], 95), np.percentile(on[0], 95))
         print(f"  moves with a limited bone over {TOLERANCE_DEG} deg out: plain {plain[2]}, enforced {on[2]}")
         print(f"  worst: plain {worst_of(plain[1])}, enforced {worst_of(on[1])}")
+        print(f"  deforming joints off the ORG chain: plain {1000 * plain[3]:.1f} mm, enforced {1000 * on[3]:.1f} mm")
 
     scene.joint_limits.enforce_live = False
     key_controls(rig, args.frames, args.reach, seed=2)
     play(args.frames)
-    plain_play, plain_play_worst = play(args.frames, rig, rows)
+    plain_play, plain_play_worst, plain_play_gap = play(args.frames, rig, rows)
     scene.joint_limits.enforce_live = True
     addon.rig.live.invalidate()
-    first, _ = play(args.frames)
+    first, _, _ = play(args.frames)
     while addon.rig.live.work_ahead() is not None:  # (the PyPI module runs no timers)
         pass
-    later, later_worst = play(args.frames, rig, rows)
+    later, later_worst, later_gap = play(args.frames, rig, rows)
     print(f"keyed playback of the {len(CONTROLS)} IK controls ({args.frames} frames):")
     line("first play", plain_play, first, "ms/frame")
     line("later plays", plain_play, later, "ms/frame")
     print(f"  worst limited bone on every 10th frame: plain {plain_play_worst:.1f} deg, enforced {later_worst:.1f} deg")
+    print(f"  deforming joints off the ORG chain: plain {1000 * plain_play_gap:.1f} mm, enforced {1000 * later_gap:.1f} mm")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Build ``presets/human_rom.json``, the human preset, from CMU's range-of-motion take 143_21.
+"""Build ``rig/tasks/preset_data/human_rom.json``, the human preset, from CMU's range-of-motion take 143_21.
 
-    .venv/bin/python tools/build_human_preset.py PATH/TO/143_21.bvh [--output presets/human_rom.json]
+    .venv/bin/python tools/build_human_preset.py PATH/TO/143_21.bvh [--output rig/tasks/preset_data/human_rom.json]
 
 Reads the clip with the project's BVH reader (:mod:`batch.bvh_file`: the rotations a rig
 imported with Blender's importer would have), matches its bones to anatomical joints

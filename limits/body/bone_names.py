@@ -28,8 +28,9 @@ prefixes are ignored; sides are read as :func:`.skeleton.mirror_name` reads them
 themselves go through :func:`.skeleton.bone_category`). What no convention names is not guessed:
 twist and copy segments (``upper_arm.L.001``, ``upperarm_twist_01_l``), fingers, face bones,
 Rigify's controls and mechanism bones (in a rig with ``DEF-``/``ORG-`` bones only those are
-read), a second hand below a hand (CMU's ``lhand`` under ``lwrist``), and the hips or root,
-which carries the character's heading. Pure Python.
+read, and a ``DEF-`` bone with an ``ORG-`` twin is left to the twin it follows: Rigify's
+mechanism drives the ``ORG-`` chain), a second hand below a hand (CMU's ``lhand`` under
+``lwrist``), and the hips or root, which carries the character's heading. Pure Python.
 """
 
 import re
@@ -144,6 +145,9 @@ def match_joints(names, parents):
     if len(parents) != len(names):
         raise ValueError(f"{len(names)} names but {len(parents)} parents")
     rigify = _rigify(names)
+    # A generated rig's mechanism drives the ORG- bones and its deforming bones follow them
+    # (through tweak bones and B-bones): a limit holds on the ORG- twin, not beside it.
+    org_twins = {n[4:] for n in names if n.startswith("ORG-")} if rigify else set()
     clean = [_RIGIFY_PREFIX.sub("", n) for n in names]
     rigify_spine = any(_RIGIFY_SPINE.match(c) and c != "spine" for c in clean)
     context = [c for c in clean if _CONTEXT.search(c)]
@@ -151,6 +155,9 @@ def match_joints(names, parents):
     for i, name in enumerate(names):
         if rigify and not _RIGIFY_PREFIX.match(name):
             unmatched[name] = "a Rigify control or mechanism bone (the DEF- and ORG- bones are limited)"
+            continue
+        if name.startswith("DEF-") and name[4:] in org_twins:
+            unmatched[name] = "a Rigify deforming bone: it follows its ORG- bone, which is limited"
             continue
         joint, why = _reading(name, clean[i], context, rigify_spine)
         if joint is not None and parents[i] < 0:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Limit presets: anatomical rotations shipped with the add-on, put onto a rig's bones.
 
-A preset (``presets/<file>.json``, built by ``tools/build_human_preset.py``) holds, per
+A preset (``preset_data/<file>.json``, built by ``tools/build_human_preset.py``) holds, per
 anatomical joint, rotations measured on a real body (:mod:`...limits.body.retarget`). Applying it
 matches the rig's bones to joints by name (:mod:`...limits.body.bone_names`), turns the rotations into
 each bone's own basis rotations through the rig's rest geometry, stores them as the bone's

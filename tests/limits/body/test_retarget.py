@@ -338,3 +338,21 @@ def test_stored_preset_is_small_and_has_every_major_joint():
         v = np.asarray(joints[joint], dtype=float)
         assert v.shape[1] == 3 and 300 <= len(v) <= 2000 and np.isfinite(v).all(), joint
     assert set(data["not_in_preset"]) | set(joints) >= {"wrist.L", "clavicle.L"}
+
+
+def test_a_generated_rigify_rig_is_limited_on_its_org_chain():
+    """Rigify's mechanism drives the ORG- bones and the DEF- bones follow them: where both name a
+    joint, the ORG- bone carries the limit and its DEF- twin is left alone, saying why."""
+    names = ["root", "ORG-spine", "ORG-spine.001", "DEF-spine", "DEF-spine.001"]
+    parents = [-1, 0, 1, 0, 3]
+    names += ["ORG-upper_arm.L", "ORG-forearm.L", "DEF-upper_arm.L", "DEF-upper_arm.L.001", "DEF-forearm.L", "DEF-hand.L"]
+    parents += [2, 5, 4, 7, 8, 9]
+    joints, unmatched = joints_of(names, parents)
+    assert joints == {
+        "ORG-spine.001": "spine",
+        "ORG-upper_arm.L": "shoulder.L",
+        "ORG-forearm.L": "elbow.L",
+        "DEF-hand.L": "wrist.L",
+    }
+    for name in ("DEF-spine.001", "DEF-upper_arm.L", "DEF-forearm.L"):
+        assert "follows its ORG- bone" in unmatched[name]

@@ -11,6 +11,9 @@ pytestmark = pytest.mark.blender42
 
 TOLERANCE_DEG = 0.5
 ORG_CHAINS = ("ORG-upper_arm", "ORG-forearm", "ORG-thigh", "ORG-shin")
+#: Where the deforming chain meets the ORG chain: elbows, wrists, knees, ankles.
+JOINTS = tuple(f"{b}.{side}" for side in "LR" for b in ("forearm", "hand", "shin", "foot"))
+FK_CONTROLS = tuple(f"{b}_fk.{side}" for side in "LR" for b in ("upper_arm", "forearm", "thigh", "shin", "foot"))
 
 
 @pytest.fixture(scope="module")
@@ -47,39 +50,79 @@ def _degrees_out(addon, obj, names):
     return {name: float(np.degrees(read(obj.pose.bones[name]).violation(q[rows[name]]))) for name in names}
 
 
-def test_the_human_preset_limits_arms_legs_and_spine_of_a_generated_rigify_rig(rig):
+def _limited(rig):
+    return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]
+
+
+def _joint_gap(rig):
+    """Metres the deforming bones' elbows, wrists, knees and ankles stand from the ORG chain's."""
+    bones = rig.pose.bones
+    return max((bones[f"DEF-{j}"].head - bones[f"ORG-{j}"].head).length for j in JOINTS)
+
+
+def test_the_human_preset_limits_the_org_arms_legs_and_spine_of_a_generated_rigify_rig(rig):
+    """Rigify's mechanism drives the ORG chain and the deforming bones follow it: the preset puts
+    the limits on the ORG bones, where they can hold."""
     assert len(rig.pose.bones) > 500 and rig.animation_data and len(rig.animation_data.drivers) > 50
     assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
-    limited = {pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled}
+    limited = set(_limited(rig))
     for side in "LR":
         assert {f"{b}.{side}" for b in ORG_CHAINS} <= limited
     assert sum(name.startswith("ORG-spine") for name in limited) >= 4
+    assert not [name for name in limited if not name.startswith("ORG-")]
+    report = bpy.data.texts["Joint Limits Preset Report"].as_string()
+    assert "DEF-forearm.L" in report and "follows its ORG- bone" in report
 
 
-def test_ik_control_moves_keep_the_limited_org_chains_inside(addon, rig):
-    """The hand and foot IK controls at random places: the ORG arm and leg chains Blender's IK
-    drives stay within 0.5 deg of their limits, where the plain rig leaves them."""
+def _worst_moves(addon, rig, enforce, controls, channel, values):
+    """``(worst degrees a limited bone stands out, largest joint gap (m))`` over the moves:
+    ``controls`` in turn set to ``values`` through ``channel``, one update each."""
+    bpy.context.scene.joint_limits.enforce_live = enforce
+    limited = _limited(rig)
+    out, gap = 0.0, 0.0
+    for i, value in enumerate(values):
+        control = rig.pose.bones[controls[i % len(controls)]]
+        control.rotation_mode = "QUATERNION"
+        rest = tuple(getattr(control, channel))
+        setattr(control, channel, value)
+        bpy.context.view_layer.update()
+        out = max(out, max(_degrees_out(addon, rig, limited).values()))
+        gap = max(gap, _joint_gap(rig))
+        setattr(control, channel, rest)
+    bpy.context.view_layer.update()
+    return out, gap
+
+
+def test_ik_control_moves_keep_the_limited_bones_inside_and_the_deforming_joints_on_them(addon, rig):
+    """The hand and foot IK controls at random places: every limited bone stays within 0.5 deg
+    of its limit, where the plain rig leaves them, and the deforming elbows, wrists, knees and
+    ankles stay where the limited chain puts them, as on the plain rig."""
     assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
-    chains = [f"{b}.{side}" for side in "LR" for b in ORG_CHAINS]
     rng = np.random.default_rng(4)
     offsets = rng.normal(size=(16, 3))
     offsets *= 0.6 * rng.random((16, 1)) ** (1 / 3) / np.linalg.norm(offsets, axis=-1, keepdims=True)
-
-    def worst(enforce):
-        bpy.context.scene.joint_limits.enforce_live = enforce
-        out = 0.0
-        for i, offset in enumerate(offsets):
-            control = rig.pose.bones[("hand_ik.L", "foot_ik.R")[i % 2]]
-            control.location = offset
-            bpy.context.view_layer.update()
-            out = max(out, max(_degrees_out(addon, rig, chains).values()))
-            control.location = (0.0, 0.0, 0.0)
-        bpy.context.view_layer.update()
-        return out
-
-    assert worst(False) > 5.0  # (the plain rig's IK leaves the limits on these places)
-    assert worst(True) < TOLERANCE_DEG
+    controls = ("hand_ik.L", "foot_ik.R")
+    plain_out, plain_gap = _worst_moves(addon, rig, False, controls, "location", offsets)
+    assert plain_out > 5.0 and plain_gap < 1e-4  # (the plain rig's IK leaves the limits on these places)
+    out, gap = _worst_moves(addon, rig, True, controls, "location", offsets)
+    assert out < TOLERANCE_DEG and gap < 1e-4
     assert not [m for m in addon.rig.live.messages() if "failed" in m]
+
+
+def test_fk_control_moves_keep_the_limited_bones_inside_and_the_deforming_joints_on_them(addon, rig):
+    """The limbs switched to FK (IK_FK 1) and their FK controls turned at random."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    for name in ("upper_arm_parent.L", "upper_arm_parent.R", "thigh_parent.L", "thigh_parent.R"):
+        rig.pose.bones[name]["IK_FK"] = 1.0
+    rig.update_tag()
+    rng = np.random.default_rng(5)
+    turns = rng.normal(size=(20, 3))
+    turns *= 1.5 * rng.random((20, 1)) / np.linalg.norm(turns, axis=-1, keepdims=True)
+    values = addon.limits.geometry.quaternion.quaternion_from_exp_map(turns)
+    plain_out, plain_gap = _worst_moves(addon, rig, False, FK_CONTROLS, "rotation_quaternion", values)
+    assert plain_out > 5.0 and plain_gap < 1e-4
+    out, gap = _worst_moves(addon, rig, True, FK_CONTROLS, "rotation_quaternion", values)
+    assert out < TOLERANCE_DEG and gap < 1e-4
 
 
 def test_turning_enforcement_off_gives_back_the_plain_rigify_rig(addon, rig):
