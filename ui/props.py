@@ -212,6 +212,12 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         default="",
         options={"HIDDEN"},
     )
+    held_ik_driver: BoolProperty(
+        name="Held IK Driver",
+        description="Live enforcement muted the driver of the held IK constraint's mute (a rig such as Rigify drives it), to unmute on release",
+        default=False,
+        options={"HIDDEN"},
+    )
 
 
 def _enforce_live_changed(settings):

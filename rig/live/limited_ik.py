@@ -31,6 +31,7 @@ plain rig) and while bake or report evaluate the unlimited pose; the owner bone'
 ``joint_limit.held_ik`` names it meanwhile, so a release after a crash or an autosave finds it.
 """
 
+import bpy
 import numpy as np
 
 from ...limits.geometry.quaternion import (
@@ -39,6 +40,7 @@ from ...limits.geometry.quaternion import (
     slerp,
 )
 from ...limits.ik import chain as ik
+from ..io.actions import bone_path
 from ..io.constraints import moved_bones
 from ..io.pose_io import PoseArrays
 from . import corrective, ik_lookahead
@@ -222,6 +224,11 @@ def hold(obj, chains):
             continue
         if owner.joint_limit.held_ik != chain.constraint:
             owner.joint_limit.held_ik = chain.constraint
+        mute_driver = _mute_driver(obj, owner, con)
+        if mute_driver is not None and not mute_driver.mute:
+            # a driver on the mute (Rigify's pole switch) would un-mute the held IK at every
+            # evaluation and Blender's solver would run under the correction
+            mute_driver.mute = owner.joint_limit.held_ik_driver = changed = True
         if not con.mute:
             con.mute = changed = True
         for name in chain.names:
@@ -245,11 +252,24 @@ def release(obj, keep=()):
         name = pb.joint_limit.held_ik
         if name and (pb.name, name) not in kept:
             con = pb.constraints.get(name)
+            if con is not None and pb.joint_limit.held_ik_driver:
+                mute_driver = _mute_driver(obj, pb, con)
+                if mute_driver is not None:
+                    mute_driver.mute = False
             if con is not None and con.type == "IK" and con.mute:
                 con.mute = False
                 count += 1
             pb.joint_limit.held_ik = ""
+            pb.joint_limit.held_ik_driver = False
     return count
+
+
+def _mute_driver(obj, pose_bone, con):
+    """The driver F-curve that writes ``con``'s ``mute``, or None."""
+    drivers = obj.animation_data.drivers if obj.animation_data is not None else None
+    if not drivers:
+        return None
+    return drivers.find(f'{bone_path(pose_bone.name)}.constraints["{bpy.utils.escape_identifier(con.name)}"].mute')
 
 
 def _target_position(obj, depsgraph, target, subtarget):

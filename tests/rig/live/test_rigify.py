@@ -126,8 +126,9 @@ def test_fk_control_moves_keep_the_limited_bones_inside_and_the_deforming_joints
 
 
 def test_turning_enforcement_off_gives_back_the_plain_rigify_rig(addon, rig):
-    """Held IK constraints are released under Rigify's mute drivers and the correctives go: the
-    evaluated pose is the plain rig's, bit for bit."""
+    """Held IK constraints stay muted under Rigify's mute drivers while enforcement holds them,
+    and are released with their drivers; the correctives go: the evaluated pose is the plain
+    rig's, bit for bit."""
     assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
     rig.pose.bones["hand_ik.L"].location = (0.3, -0.4, 0.2)
     bpy.context.view_layer.update()
@@ -135,10 +136,18 @@ def test_turning_enforcement_off_gives_back_the_plain_rigify_rig(addon, rig):
     mutes = {(pb.name, c.name): c.mute for pb in rig.pose.bones for c in pb.constraints if c.type == "IK"}
     bpy.context.scene.joint_limits.enforce_live = True
     bpy.context.scene.frame_set(bpy.context.scene.frame_current)
-    assert any(pb.joint_limit.held_ik for pb in rig.pose.bones)
+    held = [(pb.name, pb.joint_limit.held_ik) for pb in rig.pose.bones if pb.joint_limit.held_ik]
+    assert held
+    # Rigify drives each IK's mute (its pole switch): the driver must not un-mute a held IK
+    evaluated = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    assert all(evaluated.pose.bones[bone].constraints[con].mute for bone, con in held)
+    drivers = rig.animation_data.drivers
+    paths = [f'pose.bones["{bone}"].constraints["{con}"].mute' for bone, con in held]
+    assert all(drivers.find(path) is not None and drivers.find(path).mute for path in paths)
     assert not np.array_equal(addon.rig.live.evaluate.pose_matrices(rig), plain)
     bpy.context.scene.joint_limits.enforce_live = False
     bpy.context.view_layer.update()
     np.testing.assert_array_equal(addon.rig.live.evaluate.pose_matrices(rig), plain)
     assert {(pb.name, c.name): c.mute for pb in rig.pose.bones for c in pb.constraints if c.type == "IK"} == mutes
+    assert not any(drivers.find(path).mute for path in paths)
     assert not [c for pb in rig.pose.bones for c in pb.constraints if c.name == "Joint Limit"]
