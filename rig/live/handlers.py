@@ -30,8 +30,11 @@ def enforce_object(obj, depsgraph=None):
             # (solve evaluates the rig again, IK muted and the limited basis, only for a chain
             # it cannot look up)
             held = limited_ik.hold(obj, rig.chains)
-            moved += limited_ik.solve(obj, depsgraph, rig.chains, held or stale, functools.partial(limited_values, rig))
-            stale = True
+            posed, changed = limited_ik.solve(obj, depsgraph, rig.chains, held or stale, functools.partial(limited_values, rig))
+            moved += posed
+            # the evaluated rig is current unless the basis, a hold or a chain's corrective
+            # changed since (the update our own writes cause finds nothing to do)
+            stale = bool(stale or held or changed)
         if rig.corrected is not None:
             if stale:
                 depsgraph.update()  # the corrected bones' evaluated pose under the limited basis

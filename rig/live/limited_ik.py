@@ -316,11 +316,13 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
     see :func:`.ik_lookahead.solve_batch`), chains set by keyed motion alone are solved for a
     batch of frames from this one (:mod:`.ik_lookahead`). The others are solved on
     ``depsgraph``'s evaluated rig, evaluated again first when ``stale`` (the basis was written
-    since). A chain whose root's parent another chain moved is solved after an update."""
+    since). A chain whose root's parent another chain moved is solved after an update.
+    Returns ``(bones posed, whether a corrective changed)``: when none did, the evaluated rig is
+    still current."""
     pose_bones = obj.pose.bones
     basis = _Basis(pose_bones) if any(chain.rows is not None for chain in chains) else None
     evaluated = obj.evaluated_get(depsgraph).pose.bones
-    posed = 0
+    posed, changed = 0, False
     pending = []
     keys = {}
     for chain in chains:
@@ -331,10 +333,12 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
         if any(c is None for c in cons):
             continue
         key = keys[chain] = None if chain.rows is None else _exact_key(obj, chain, basis, con, keys)
-        if not _remembered(chain, key, cons, basis, evaluated):
+        wrote = _remembered(chain, key, cons, basis, evaluated)
+        if wrote is None:
             pending.append((chain, con, cons, key))
             continue
         posed += len(chain.names)
+        changed |= wrote
     if pending and limited is not None and any(key is not None for *_, key in pending):
         # keyed motion: solve this frame and the next ones in one batch, then look them up
         try:
@@ -343,25 +347,33 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
         except Exception:  # noqa: BLE001 - an optimization: those frames are solved as they come instead
             ahead = False
         if ahead:
-            left = [item for item in pending if not _remembered(item[0], item[3], item[2], basis, evaluated)]
-            posed += sum(len(chain.names) for chain, *_ in pending) - sum(len(chain.names) for chain, *_ in left)
+            left = []
+            for item in pending:
+                wrote = _remembered(item[0], item[3], item[2], basis, evaluated)
+                if wrote is None:
+                    left.append(item)
+                    continue
+                posed += len(item[0].names)
+                changed |= wrote
             pending = left
     if pending:
-        if stale or posed:
+        if stale or changed:
             depsgraph.update()  # the chains' starting pose: IK muted, the limited basis
-        posed += _solve_evaluated(obj, depsgraph, pending, basis)
-    return posed
+        solved, wrote = _solve_evaluated(obj, depsgraph, pending, basis)
+        posed, changed = posed + solved, changed or wrote
+    return posed, changed
 
 
 def _remembered(chain, key, cons, basis, evaluated):
-    """Write ``chain``'s remembered solution for the exact ``key`` (None: none); returns whether
-    there was one."""
+    """Write ``chain``'s remembered solution for the exact ``key`` (None: none); returns None when
+    there was none, else whether a corrective changed."""
     hit = None if key is None else chain.memo.get(key)
     if hit is None:
-        return False
+        return None
     chain.previous, chain.previous_target, eulers = hit
-    _write(chain, cons, _influence(evaluated, chain), hit[0], lambda: basis.rotations.local_quaternions(chain.name_rows), eulers)
-    return True
+    return _write(
+        chain, cons, _influence(evaluated, chain), hit[0], lambda: basis.rotations.local_quaternions(chain.name_rows), eulers
+    )
 
 
 def _solve_evaluated(obj, depsgraph, pending, basis):
@@ -370,7 +382,7 @@ def _solve_evaluated(obj, depsgraph, pending, basis):
     pose_bones = obj.pose.bones
     to_armature = np.linalg.inv(np.array(obj.matrix_world))
     written = set()
-    posed = 0
+    posed, changed = 0, False
     for chain, con, cons, key in pending:
         if chain.parent is not None and written & {chain.parent, *(b.name for b in pose_bones[chain.parent].parent_recursive)}:
             depsgraph.update()
@@ -397,10 +409,10 @@ def _solve_evaluated(obj, depsgraph, pending, basis):
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
         q = _solution(chain, start, target, pole, pole_angle, key)
-        _write(chain, cons, _influence(evaluated, chain), q, start)
+        changed |= _write(chain, cons, _influence(evaluated, chain), q, start)
         written.update(chain.names)
         posed += len(chain.names)
-    return posed
+    return posed, changed
 
 
 def _influence(evaluated, chain):
@@ -411,15 +423,15 @@ def _influence(evaluated, chain):
 def _write(chain, cons, influence, q, start, eulers=None):
     """Write the correctives that take the chain from ``start`` (``(n, 4)``, or a function
     giving it, called only when needed) to its solution ``q``, blended by ``influence``;
-    ``eulers`` are the corrective angles at influence 1 when known (:func:`corrective_eulers`)."""
+    ``eulers`` are the corrective angles at influence 1 when known (:func:`corrective_eulers`).
+    Returns whether a corrective changed."""
     if influence < 1.0 or eulers is None:
         start = start() if callable(start) else start
         if influence < 1.0:
             q = slerp(start, q, influence)
             q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
         eulers = corrective_eulers(start, q)
-    for c, euler in zip(cons, eulers):
-        corrective.write_euler(c, euler)
+    return any([corrective.write_euler(c, euler) for c, euler in zip(cons, eulers)])
 
 
 def _solution(chain, start, target, pole, pole_angle, key=None):
