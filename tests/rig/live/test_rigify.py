@@ -151,3 +151,57 @@ def test_turning_enforcement_off_gives_back_the_plain_rigify_rig(addon, rig):
     assert {(pb.name, c.name): c.mute for pb in rig.pose.bones for c in pb.constraints if c.type == "IK"} == mutes
     assert not any(drivers.find(path).mute for path in paths)
     assert not [c for pb in rig.pose.bones for c in pb.constraints if c.name == "Joint Limit"]
+
+
+@pytest.mark.parametrize(
+    "setting, controls, channel, scale",
+    [
+        ("pole on", ("hand_ik.L",), "location", 0.5),
+        ("IK_FK 0.5", ("hand_ik.L",), "location", 0.9),
+        ("IK_FK 0.5", ("forearm_fk.L", "upper_arm_fk.L"), "rotation_quaternion", 1.2),
+        ("tweak", ("forearm_tweak.L", "shin_tweak.R"), "location", 0.2),
+    ],
+)
+def test_the_limits_hold_with_the_pole_on_between_ik_and_fk_and_under_tweaks(addon, rig, setting, controls, channel, scale):
+    """Rigify's own switches: the pole (its driver picks the other IK constraint of the pair),
+    an IK/FK blend, and the tweak controls that move the deforming joints off the ORG chain by
+    design (so only the limits are checked there)."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    parent = rig.pose.bones["upper_arm_parent.L"]
+    if setting == "pole on":
+        parent["pole_vector"] = True
+    elif setting == "IK_FK 0.5":
+        parent["IK_FK"] = 0.5
+    rig.update_tag()
+    rng = np.random.default_rng(6)
+    v = rng.normal(size=(12, 3)) * scale
+    values = addon.limits.geometry.quaternion.quaternion_from_exp_map(v) if channel == "rotation_quaternion" else v
+    plain_out, _ = _worst_moves(addon, rig, False, controls, channel, values)
+    out, gap = _worst_moves(addon, rig, True, controls, channel, values)
+    assert out < TOLERANCE_DEG
+    if setting != "tweak":
+        assert plain_out > 2.0 and gap < 1e-4
+
+
+def test_keyed_controls_played_and_scrubbed_stay_inside(addon, rig):
+    """The hand and foot IK controls keyed over 24 frames, played in order, then scrubbed to
+    frames in random order: every limited bone within 0.5 deg of its limit on every frame, and
+    the deforming joints on the ORG chain."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    rng = np.random.default_rng(8)
+    for f in range(1, 25):
+        for name in ("hand_ik.L", "foot_ik.L"):
+            pb = rig.pose.bones[name]
+            pb.location = rng.normal(size=3) * 0.4
+            pb.keyframe_insert("location", frame=f)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    limited = _limited(rig)
+    scene.joint_limits.enforce_live = True
+    frames = list(range(1, 25)) + rng.permutation(np.arange(1, 25)).tolist()
+    worst, gap = 0.0, 0.0
+    for f in frames:
+        scene.frame_set(int(f))
+        worst = max(worst, max(_degrees_out(addon, rig, limited).values()))
+        gap = max(gap, _joint_gap(rig))
+    assert worst < TOLERANCE_DEG and gap < 1e-4
