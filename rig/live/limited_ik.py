@@ -28,7 +28,8 @@ length, use tail, pole target (object or bone) and pole angle, influence; stretc
 modelled (a chain is never stretched) nor is the iTaSC solver's extra settings. A held IK is
 released (unmuted) when enforcement is switched off, before a save (the saved file is the
 plain rig) and while bake or report evaluate the unlimited pose; the owner bone's
-``joint_limit.held_ik`` names it meanwhile, so a release after a crash or an autosave finds it.
+``joint_limit.held_ik`` names it meanwhile, so a release after a crash or an autosave finds it
+(and ``held_ik_driver`` a driver on its mute, Rigify's pole switch, muted while it is held).
 """
 
 import bpy
