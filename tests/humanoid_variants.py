@@ -33,6 +33,18 @@ _MIXAMO_SIDED = {
     "foot": "Foot",
     "toe": "ToeBase",
 }
+#: The Unreal mannequin's names (UE4/UE5 skeleton).
+UNREAL_NAMES = {"hips": "pelvis", "spine": "spine_01", "chest": "spine_03", "neck": "neck_01", "head": "head"}
+_UNREAL_SIDED = {
+    "shoulder": "clavicle",
+    "upper_arm": "upperarm",
+    "forearm": "lowerarm",
+    "hand": "hand",
+    "thigh": "thigh",
+    "shin": "calf",
+    "foot": "foot",
+    "toe": "ball",
+}
 ARM_BONES = ("upper_arm", "forearm", "hand")
 
 
@@ -45,6 +57,13 @@ def mixamo_name(name):
         return MIXAMO_NAMES[name]
     base, side = name.split(".")
     return f"mixamorig:{'Left' if side == 'L' else 'Right'}{_MIXAMO_SIDED[base]}"
+
+
+def unreal_name(name):
+    if name in UNREAL_NAMES:
+        return UNREAL_NAMES[name]
+    base, side = name.split(".")
+    return f"{_UNREAL_SIDED[base]}_{side.lower()}"
 
 
 def _about_y(angle):
