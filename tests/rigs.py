@@ -60,6 +60,16 @@ def evaluated_local_rotation(obj, name):
     return np.array(m.to_quaternion(), dtype=float)
 
 
+def worst_degrees_out(addon, obj, names):
+    """The most degrees any of the named limited bones' evaluated poses (after every constraint,
+    driver and IK) stands outside its limit, all bones read in one pass."""
+    ev = addon.rig.live.evaluate
+    _, q, _ = ev.decompose(ev.local_from_pose(ev.pose_matrices(obj), ev.rest_matrices(obj), ev.bone_parents(obj)))
+    rows = {pb.name: i for i, pb in enumerate(obj.pose.bones)}
+    read = addon.rig.io.storage.read_limit
+    return max(float(np.degrees(read(obj.pose.bones[n]).violation(q[rows[n]]))) for n in names)
+
+
 def set_local_rotation(pb, q, q_lib):
     """Set a pose bone's rotation from a quaternion, in whatever rotation mode it has."""
     mode = pb.rotation_mode

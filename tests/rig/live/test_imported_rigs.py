@@ -7,6 +7,7 @@ import bpy
 import humanoid_variants as hv
 import numpy as np
 import pytest
+from rigs import worst_degrees_out
 
 pytestmark = pytest.mark.blender42
 
@@ -34,14 +35,6 @@ def _export_and_import(addon, tmp_path, fmt, rename):
     return rig, list(addon.limits.body.skeleton.humanoid_skeleton().names)
 
 
-def _degrees_out(addon, rig, names):
-    ev = addon.rig.live.evaluate
-    _, q, _ = ev.decompose(ev.local_from_pose(ev.pose_matrices(rig), ev.rest_matrices(rig), ev.bone_parents(rig)))
-    rows = {pb.name: i for i, pb in enumerate(rig.pose.bones)}
-    read = addon.rig.io.storage.read_limit
-    return max(float(np.degrees(read(rig.pose.bones[n]).violation(q[rows[n]]))) for n in names)
-
-
 @pytest.mark.parametrize("fmt, rename", [("FBX", hv.mixamo_name), ("glTF", hv.unreal_name)], ids=["fbx-mixamo", "gltf-unreal"])
 def test_an_imported_character_gets_the_preset_and_stays_inside_it(clean_file, addon, tmp_path, fmt, rename):
     rig, names = _export_and_import(addon, tmp_path, fmt, rename)
@@ -62,7 +55,7 @@ def test_an_imported_character_gets_the_preset_and_stays_inside_it(clean_file, a
                 pb.rotation_mode = "QUATERNION"
                 pb.rotation_quaternion = q_lib.quaternion_from_exp_map(rng.normal(size=3) * 1.0)
             bpy.context.view_layer.update()
-            out = max(out, _degrees_out(addon, rig, limited))
+            out = max(out, worst_degrees_out(addon, rig, limited))
         return out
 
     assert worst(False) > 5.0

@@ -6,6 +6,7 @@ mute and influence, tweak and B-bone chains), generated inside the test."""
 import bpy
 import numpy as np
 import pytest
+from rigs import worst_degrees_out
 
 pytestmark = pytest.mark.blender42
 
@@ -41,15 +42,6 @@ def rig(addon, rigify_file):
     bpy.context.scene.joint_limits.enforce_live = False
 
 
-def _degrees_out(addon, obj, names):
-    """``{bone: degrees}`` each named bone's evaluated pose stands outside its limit."""
-    ev = addon.rig.live.evaluate
-    _, q, _ = ev.decompose(ev.local_from_pose(ev.pose_matrices(obj), ev.rest_matrices(obj), ev.bone_parents(obj)))
-    rows = {pb.name: i for i, pb in enumerate(obj.pose.bones)}
-    read = addon.rig.io.storage.read_limit
-    return {name: float(np.degrees(read(obj.pose.bones[name]).violation(q[rows[name]]))) for name in names}
-
-
 def _limited(rig):
     return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]
 
@@ -82,11 +74,12 @@ def _worst_moves(addon, rig, enforce, controls, channel, values):
     out, gap = 0.0, 0.0
     for i, value in enumerate(values):
         control = rig.pose.bones[controls[i % len(controls)]]
-        control.rotation_mode = "QUATERNION"
+        if channel == "rotation_quaternion":
+            control.rotation_mode = "QUATERNION"
         rest = tuple(getattr(control, channel))
         setattr(control, channel, value)
         bpy.context.view_layer.update()
-        out = max(out, max(_degrees_out(addon, rig, limited).values()))
+        out = max(out, worst_degrees_out(addon, rig, limited))
         gap = max(gap, _joint_gap(rig))
         setattr(control, channel, rest)
     bpy.context.view_layer.update()
@@ -202,6 +195,6 @@ def test_keyed_controls_played_and_scrubbed_stay_inside(addon, rig):
     worst, gap = 0.0, 0.0
     for f in frames:
         scene.frame_set(int(f))
-        worst = max(worst, max(_degrees_out(addon, rig, limited).values()))
+        worst = max(worst, worst_degrees_out(addon, rig, limited))
         gap = max(gap, _joint_gap(rig))
     assert worst < TOLERANCE_DEG and gap < 1e-4
