@@ -149,8 +149,13 @@ def assign_action(obj, action):
         obj.animation_data.action_slot = action.slots[0]
 
 
-def write_curve(container, data_path, index, frames, values, group=None):
-    """One F-curve with a key on every frame (``frames (F,)``, ``values (F,)``), linear."""
+#: Blender's keyframe interpolation enum as stored (``foreach_set`` takes the numbers).
+INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
+
+
+def write_curve(container, data_path, index, frames, values, group=None, interpolation="LINEAR"):
+    """One F-curve with a key on every frame (``frames (F,)``, ``values (F,)``), linear or as
+    ``interpolation`` says."""
     try:
         fc = container.fcurves.new(data_path, index=index, group_name=group or "")
     except TypeError:  # Blender 4.2-4.4 legacy Action.fcurves
@@ -161,7 +166,7 @@ def write_curve(container, data_path, index, frames, values, group=None):
     co[0::2] = frames
     co[1::2] = values
     fc.keyframe_points.foreach_set("co", co)
-    fc.keyframe_points.foreach_set("interpolation", np.full(n, 1, dtype=np.int32))  # LINEAR
+    fc.keyframe_points.foreach_set("interpolation", np.full(n, INTERPOLATION[interpolation], dtype=np.int32))
     fc.update()
     return fc
 

@@ -9,7 +9,7 @@ from ...limits.geometry.quaternion import slerp
 from ...limits.joint import JointLimit
 from ..io.bone_errors import describe
 from ..io.storage import prefetch_limits, read_limb, read_limit
-from . import corrective, limited_ik, state
+from . import corrective, limited_ik, played, state
 
 
 class Group:
@@ -107,6 +107,7 @@ def _limbs(obj):
 
 
 def _compile(obj, bone_names):
+    played.forget(obj)  # (its corrections were recorded under the settings that changed)
     reuse = Reuse(state.reuse.get(obj.as_pointer()))
     entries = []  # (row, pose bone, limit, group key, identity) of every readable limited bone
     prefetch_limits([pb for pb in obj.pose.bones if pb.joint_limit.enabled and pb.joint_limit.has_limit])

@@ -8,20 +8,23 @@ import bpy
 from bpy.app.handlers import persistent
 
 from ..io.app_handlers import install, uninstall
-from . import corrective, limited_ik, pause, state
+from . import corrective, limited_ik, pause, played, state
 from .ahead import work_ahead
 from .basis import enforce_basis, limited_values, project_group
 from .compile import compiled
 
 
-def enforce_object(obj, depsgraph=None):
+def enforce_object(obj, depsgraph=None, frame_change=False):
     """Project every enabled limited bone of ``obj``; returns how many bones were moved.
     Held IK chains are solved and constraint-driven bones corrected on ``depsgraph``'s
     evaluated pose (the active one by default), in that order: a corrected bone may hang below
-    a chain."""
+    a chain. On a ``frame_change`` the correctives are recorded, or left as the rig's track
+    played them (:mod:`.played`)."""
     rig = compiled(obj)
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
     moved = enforce_basis(obj, rig, scene.frame_current if scene is not None else None) if rig.groups else 0
+    if frame_change and played.plays(obj, scene):
+        return moved
     if rig.chains or rig.corrected is not None:
         if depsgraph is None:
             depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -39,6 +42,8 @@ def enforce_object(obj, depsgraph=None):
             if stale:
                 depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
             moved += _correct(obj, rig, depsgraph)
+        if frame_change and scene is not None:
+            played.record(obj, rig, scene)
     return moved
 
 
@@ -59,7 +64,7 @@ def _armatures(scene):
     return [objects[name] for name in state.scene["armatures"]]
 
 
-def enforce_scene(scene, depsgraph=None):
+def enforce_scene(scene, depsgraph=None, frame_change=False):
     """Limit every armature of ``scene``; never raises. Returns the number of bones moved."""
     if state.scene["busy"] or pause.paused():
         return 0
@@ -73,7 +78,7 @@ def enforce_scene(scene, depsgraph=None):
             if obj.pose is None:
                 continue
             try:
-                moved += enforce_object(obj, depsgraph)
+                moved += enforce_object(obj, depsgraph, frame_change)
             except Exception as err:  # noqa: BLE001 - never raise into Blender
                 state.report_once((obj.name, None, "object"), f"{obj.name}: enforcement failed ({type(err).__name__}: {err})")
     except Exception as err:  # noqa: BLE001
@@ -87,7 +92,7 @@ def enforce_scene(scene, depsgraph=None):
 def on_frame_change_post(scene, depsgraph=None):
     try:
         if scene.joint_limits.enforce_live:
-            enforce_scene(scene, depsgraph)
+            enforce_scene(scene, depsgraph, frame_change=True)
     except Exception as err:  # noqa: BLE001
         state.report_once((None, None, "frame"), f"frame handler failed ({err})")
 
@@ -98,6 +103,8 @@ def on_depsgraph_update_post(scene, depsgraph=None):
     try:
         if state.scene["busy"] or not scene.joint_limits.enforce_live:
             return
+        if state.played and (depsgraph is None or len(depsgraph.updates)):
+            played.forget_all()  # an edit: the recorded corrections may no longer be the limited ones
         if depsgraph is not None and not any(_concerns_limits(u.id) for u in depsgraph.updates):
             return
         enforce_scene(scene, depsgraph)

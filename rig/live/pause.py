@@ -4,7 +4,7 @@ unlimited pose, before a save, and when enforcement is switched off."""
 
 import contextlib
 
-from . import corrective, limited_ik, state
+from . import corrective, limited_ik, played, state
 
 
 def paused():
@@ -28,6 +28,7 @@ def neutralize(obj):
     """Release the held IK of ``obj`` and set its correctives to influence 0 (the plain rig, bitwise)."""
     if obj.type != "ARMATURE" or obj.pose is None:
         return
+    played.forget(obj)
     limited_ik.release(obj)
     corrective.neutralize(obj)
 
@@ -43,6 +44,8 @@ def remove_everywhere():
     """Remove every corrective constraint and release every held IK (enforcement off,
     unregister): the plain rigs."""
     for obj in corrective.armatures():
+        played.remove(obj)
         limited_ik.release(obj)
         corrective.remove_all(obj)
     state.corrections["added"] = False
+    state.played.clear()

@@ -15,6 +15,8 @@ reuse = {}
 #: how many callers paused enforcement (:func:`.pause.suspended`), and whether correctives were
 #: added since they were last all removed
 corrections = {"paused": 0, "added": False}
+#: object pointer -> its correctives recorded over a play (:class:`.played.Recording`)
+played = {}
 
 
 def invalidate(*_args):
@@ -23,6 +25,7 @@ def invalidate(*_args):
     edited.clear()
     scene["scene_objects"] = -1
     scene["ik_targets"] = frozenset()
+    played.clear()
 
 
 def reset():

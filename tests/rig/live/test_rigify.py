@@ -17,31 +17,6 @@ JOINTS = tuple(f"{b}.{side}" for side in "LR" for b in ("forearm", "hand", "shin
 FK_CONTROLS = tuple(f"{b}_fk.{side}" for side in "LR" for b in ("upper_arm", "forearm", "thigh", "shin", "foot"))
 
 
-@pytest.fixture(scope="module")
-def rigify_file(addon, tmp_path_factory):
-    """A .blend holding a freshly generated Rigify rig named ``rig``."""
-    import addon_utils  # (importable once bpy is)
-
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    path = tmp_path_factory.mktemp("rigify") / "rigify.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
-    return path
-
-
-@pytest.fixture
-def rig(addon, rigify_file):
-    bpy.ops.wm.open_mainfile(filepath=str(rigify_file))
-    addon.rig.live.reset()
-    obj = bpy.data.objects["rig"]
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="POSE")
-    yield obj
-    bpy.context.scene.joint_limits.enforce_live = False
-
-
 def _limited(rig):
     return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]
 

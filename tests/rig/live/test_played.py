@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Played corrections on a generated Rigify rig: one whole play of the range is kept as an NLA
+track Blender evaluates itself, so later plays need no correction from the frame handler; an
+edit, a save, a pause and switching enforcement off each take it out of play."""
+
+import bpy
+import numpy as np
+import pytest
+from rigs import worst_degrees_out
+
+pytestmark = pytest.mark.blender42
+
+FRAMES = range(1, 25)
+CONTROLS = ("hand_ik.L", "foot_ik.L")
+
+
+def _keyed(rig):
+    """The human preset applied and the hand and foot IK controls keyed over :data:`FRAMES`."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    rng = np.random.default_rng(8)
+    for f in FRAMES:
+        for name in CONTROLS:
+            pb = rig.pose.bones[name]
+            pb.location = rng.normal(size=3) * 0.4
+            pb.keyframe_insert("location", frame=f)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES[0], FRAMES[-1]
+    return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]
+
+
+def _play(addon, frames):
+    poses = {}
+    for f in frames:
+        bpy.context.scene.frame_set(int(f))
+        poses[int(f)] = addon.rig.live.evaluate.pose_matrices(bpy.data.objects["rig"])
+    return poses
+
+
+def _track(rig):
+    return rig.animation_data.nla_tracks.get("Joint Limits")
+
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_whole_play_is_kept_as_a_track_that_later_plays_and_scrubs_give_without_correcting(addon, rig, monkeypatch):
+    limited = _keyed(rig)
+    user_action = rig.animation_data.action
+    user_curves = len(addon.rig.io.actions.action_fcurves(rig, user_action))
+    bpy.context.scene.joint_limits.enforce_live = True
+    first = _play(addon, FRAMES)
+    track = _track(rig)
+    assert track is not None and not track.mute
+    (strip,) = track.strips
+    paths = {fc.data_path for fc in addon.rig.io.actions.action_fcurves(rig, strip.action)}
+    assert paths and all('.constraints["Joint Limit"].' in p for p in paths)
+    assert rig.animation_data.action == user_action
+    assert len(addon.rig.io.actions.action_fcurves(rig, user_action)) == user_curves
+
+    handlers = addon.rig.live.handlers
+    corrected = _count_calls(monkeypatch, handlers, "_correct")
+    solved = _count_calls(monkeypatch, handlers.limited_ik, "solve")
+    order = list(FRAMES) + np.random.default_rng(3).permutation(np.array(FRAMES)).tolist()
+    worst = 0.0
+    for f in order:
+        bpy.context.scene.frame_set(int(f))
+        np.testing.assert_allclose(addon.rig.live.evaluate.pose_matrices(rig), first[int(f)], atol=1e-5)
+        worst = max(worst, worst_degrees_out(addon, rig, limited))
+    assert worst < 0.5
+    assert not corrected and not solved
+
+
+def test_an_edit_takes_the_track_out_of_play_and_the_next_whole_play_records_again(addon, rig):
+    limited = _keyed(rig)
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    _play(addon, FRAMES)
+    scene.frame_set(10)
+    rig.pose.bones["hand_ik.L"].location = (0.5, -0.6, 0.4)  # moved, not keyed
+    bpy.context.view_layer.update()
+    assert _track(rig).mute
+    assert worst_degrees_out(addon, rig, limited) < 0.5
+    for f in (12, 3, 20):
+        scene.frame_set(f)  # (the key puts the control back; the handler limits the frame)
+        assert worst_degrees_out(addon, rig, limited) < 0.5
+    _play(addon, FRAMES)
+    assert not _track(rig).mute
+    assert [a.name for a in bpy.data.actions if a.name.startswith("Joint Limits")] == [_track(rig).strips[0].action.name]
+
+
+def test_a_pause_a_save_and_enforcement_off_each_take_the_track_out_of_play(addon, rig, tmp_path):
+    _keyed(rig)
+    scene = bpy.context.scene
+    plain = _play(addon, FRAMES)
+    scene.joint_limits.enforce_live = True
+    _play(addon, FRAMES)
+    assert not _track(rig).mute
+    with addon.rig.live.pause.suspended():  # what bake and report evaluate: the plain rig
+        for f in (5, 17):
+            scene.frame_set(f)
+            np.testing.assert_array_equal(addon.rig.live.evaluate.pose_matrices(rig), plain[f])
+    assert _track(rig).mute
+    _play(addon, FRAMES)
+    assert not _track(rig).mute
+    path = str(tmp_path / "saved.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    rig = bpy.data.objects["rig"]
+    assert _track(rig).mute  # opened without the extension, the file plays the plain rig
+    assert all(c.influence == 0.0 for pb in rig.pose.bones for c in pb.constraints if c.name == "Joint Limit")
+    _play(addon, FRAMES)
+    assert not _track(rig).mute
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = False
+    assert _track(rig) is None and not [a for a in bpy.data.actions if a.name.startswith("Joint Limits")]
+    np.testing.assert_array_equal(_play(addon, [9])[9], plain[9])
