@@ -30,7 +30,8 @@ def model_spec(spec):
 
 def random_rig(addon, n_bones, frames, seed=0):
     """A fresh file with a rig of ``n_bones`` random bones (each parented to an earlier one)
-    keyed with smooth random motion over ``frames`` frames: ``(object, rotations (F, n, 4))``."""
+    keyed with smooth random motion over ``frames`` frames, the scene's range: ``(object,
+    rotations (F, n, 4))``."""
     import bpy
     import numpy as np
 
@@ -57,6 +58,7 @@ def random_rig(addon, n_bones, frames, seed=0):
     walk = 0.9 * walk / np.maximum(1.0, np.abs(walk).max(axis=0) / 0.9)
     motion = q.quaternion_from_exp_map(walk)
     addon.rig.io.humanoid.key_rotations(obj, motion, "Random")
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, frames  # (what a play goes through)
     return obj, motion
 
 

@@ -4,7 +4,7 @@ without live enforcement of the human preset, in one run: what an animator feels
 move, the first play of keyed controls, later plays, turning enforcement on) as ratios to the
 plain rig, and how far the limited bones stand outside their limits in the evaluated pose.
 
-    ./dev bench bench/bench_real_rig.py [--moves 100] [--frames 240] [--reach 0.6] [--blend RIG.blend]
+    ./dev bench bench/bench_real_rig.py [--moves 100] [--frames 240] [--reach 0.6] [--rounds 3] [--blend RIG.blend]
 
 IK moves put the IK controls (hand_ik, foot_ik) at random places up to ``--reach`` metres from
 rest, one ``view_layer.update()`` each (what a drag step costs); FK moves switch the limbs to FK
@@ -156,6 +156,7 @@ def main():
     p.add_argument("--moves", type=int, default=100)
     p.add_argument("--frames", type=int, default=240)
     p.add_argument("--reach", type=float, default=0.6, help="metres the IK controls go from rest")
+    p.add_argument("--rounds", type=int, default=3, help="plain, first and later plays, interleaved")
     p.add_argument("--blend", help="a .blend holding a generated Rigify rig (default: generate one)")
     args = p.parse_args()
 
@@ -212,14 +213,23 @@ def main():
     scene.joint_limits.enforce_live = False
     key_controls(rig, args.frames, args.reach, seed=2)
     play(args.frames)
-    plain_play, plain_play_worst, plain_play_gap = play(args.frames, rig, rows)
-    scene.joint_limits.enforce_live = True
-    addon.rig.live.invalidate()
-    first, _, _ = play(args.frames)
-    while addon.rig.live.work_ahead() is not None:  # (the PyPI module runs no timers)
-        pass
-    later, later_worst, later_gap = play(args.frames, rig, rows)
-    print(f"keyed playback of the {len(CONTROLS)} IK controls ({args.frames} frames):")
+    plain_plays, firsts, laters = [], [], []
+    for _ in range(args.rounds):  # (interleaved: the machine drifts)
+        scene.joint_limits.enforce_live = False
+        plain_plays.append(play(args.frames)[0])
+        scene.joint_limits.enforce_live = True
+        addon.rig.live.invalidate()
+        firsts.append(play(args.frames)[0])
+        while addon.rig.live.work_ahead() is not None:  # (the PyPI module runs no timers)
+            pass
+        laters.append(play(args.frames)[0])
+    plain_play, first, later = (float(np.median(t)) for t in (plain_plays, firsts, laters))
+    _, later_worst, later_gap = play(args.frames, rig, rows)
+    scene.joint_limits.enforce_live = False
+    _, plain_play_worst, plain_play_gap = play(args.frames, rig, rows)
+    print(
+        f"keyed playback of the {len(CONTROLS)} IK controls ({args.frames} frames, median of {args.rounds} interleaved rounds):"
+    )
     line("first play", plain_play, first, "ms/frame")
     line("later plays", plain_play, later, "ms/frame")
     print(f"  worst limited bone on every 10th frame: plain {plain_play_worst:.1f} deg, enforced {later_worst:.1f} deg")

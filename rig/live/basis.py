@@ -45,6 +45,8 @@ def limited_values(rig, key):
 
 
 def enforce_basis(obj, rig, frame=None):
+    """Limit the basis of the rig's limited bones at ``frame``; returns how many moved and the
+    values written (``{channel: array}``, empty: none)."""
     arrays = PoseArrays(obj.pose.bones)
     key = arrays.key()
     hit = rig.memo.get(key)
@@ -73,7 +75,7 @@ def enforce_basis(obj, rig, frame=None):
         # a transform tag re-evaluates the pose and what depends on it (skin, bone children)
         # for less than the geometry tag RNA pose edits use
         obj.update_tag(refresh={"OBJECT"})
-    return moved
+    return moved, written
 
 
 def limit_pose(obj, rig, arrays, cut=True):

@@ -18,13 +18,16 @@ def enforce_object(obj, depsgraph=None, frame_change=False):
     """Project every enabled limited bone of ``obj``; returns how many bones were moved.
     Held IK chains are solved and constraint-driven bones corrected on ``depsgraph``'s
     evaluated pose (the active one by default), in that order: a corrected bone may hang below
-    a chain. On a ``frame_change`` the correctives are recorded, or left as the rig's track
-    played them (:mod:`.played`)."""
-    rig = compiled(obj)
+    a chain. On a ``frame_change`` the corrections are recorded, or played back
+    (:mod:`.played`)."""
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
-    moved = enforce_basis(obj, rig, scene.frame_current if scene is not None else None) if rig.groups else 0
+    frame_change = frame_change and scene is not None
     if frame_change and played.plays(obj, scene):
-        return moved
+        return 0  # (before compiling: an edit that would recompile the rig forgets the recording)
+    rig = compiled(obj)
+    moved, written = 0, {}
+    if rig.groups:
+        moved, written = enforce_basis(obj, rig, scene.frame_current if scene is not None else None)
     if rig.chains or rig.corrected is not None:
         if depsgraph is None:
             depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -42,8 +45,8 @@ def enforce_object(obj, depsgraph=None, frame_change=False):
             if stale:
                 depsgraph.update()  # the corrected bones' evaluated pose under the limited basis
             moved += _correct(obj, rig, depsgraph)
-        if frame_change and scene is not None:
-            played.record(obj, rig, scene)
+    if frame_change:
+        played.record(obj, rig, scene, written)
     return moved
 
 

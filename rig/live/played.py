@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Played corrections: a rig's correctives over one whole play of the scene's frame range, kept as
-animation data that Blender evaluates in its own first pass.
+"""Played corrections: a rig's corrections over one whole play of the scene's frame range, kept so
+that later plays cost about what the plain rig does.
 
 Correcting a constraint-driven rig costs whole-rig evaluations on every frame (one per level of
 :mod:`.corrective`, one for a held IK's start, Blender's second pass after the handler). So while
@@ -9,8 +9,12 @@ the influence of every ``Joint Limit`` constraint) are recorded after the handle
 every frame of the range is recorded they are written, one constant key a frame, to an action of
 their own that an NLA track named ``Joint Limits`` plays on the rig. Its channels are only the
 correctives', which the user's action never keys, so the user's action and NLA play as before.
-From then on, on a recorded frame, Blender's first pass already gives the limited pose and the
-frame handler leaves the rig's correctives alone (the basis path still runs: it is a lookup).
+From then on, on a recorded frame, Blender's first pass already gives the corrected pose.
+
+The basis path's frames are kept as the values it wrote, and a recorded frame writes them back
+without reading the pose first. They stay with the handler rather than going on the track: a
+corrective per bone played from keys costs Blender more than the second evaluation the
+handler's write causes (measured: BENCHMARKS.md, ``bench_frame_time``).
 
 Anything the user does shows as a depsgraph update (Blender sends none for a frame change, even
 after the frame handler wrote): any update outside the handlers mutes the track and forgets the
@@ -34,16 +38,18 @@ CHANNELS = ("to_min_x_rot", "to_min_y_rot", "to_min_z_rot", "influence")
 
 
 class Recording:
-    """One rig's correctives over the frames played since the last edit: ``frames`` maps an
-    integer frame to each corrective's :data:`CHANNELS` values; ``trusted`` once the track
-    plays them."""
+    """One rig's corrections over the frames played since the last edit: ``frames`` maps an
+    integer frame to each corrective's :data:`CHANNELS` values, ``written`` to the basis
+    values the handler wrote (``{channel: array}``, empty: none); ``trusted`` once they are
+    played back, ``failed`` when they cannot be (an NLA strip in tweak mode, an error)."""
 
     def __init__(self, obj, names, span):
         self.names = names
         self.constraints = [obj.pose.bones[n].constraints[corrective.CORRECTIVE] for n in names]
         self.span = span
         self.frames = {}
-        self.trusted = False
+        self.written = {}
+        self.trusted = self.failed = False
 
 
 def span_of(scene):
@@ -54,15 +60,24 @@ def span_of(scene):
 
 
 def plays(obj, scene):
-    """Whether the rig's track already plays its corrections on the scene's current frame."""
+    """Whether the rig's corrections on the scene's current frame are played back: the track
+    plays its correctives and this writes the basis values recorded for the frame."""
     recording = state.played.get(obj.as_pointer())
-    return (
-        recording is not None
-        and recording.trusted
-        and scene.frame_subframe == 0.0
-        and scene.frame_current in recording.frames
-        and recording.span == span_of(scene)
-    )
+    if (
+        recording is None
+        or not recording.trusted
+        or scene.frame_subframe != 0.0
+        or scene.frame_current not in recording.frames
+        or recording.span != span_of(scene)
+    ):
+        return False
+    written = recording.written[scene.frame_current]
+    if written:
+        pose_bones = obj.pose.bones
+        for name, array in written.items():
+            pose_bones.foreach_set(name, array.ravel())
+        obj.update_tag(refresh={"OBJECT"})
+    return True
 
 
 def corrected_names(obj, rig):
@@ -72,10 +87,10 @@ def corrected_names(obj, rig):
     return tuple(sorted(n for n in names if corrective.CORRECTIVE in obj.pose.bones[n].constraints))
 
 
-def record(obj, rig, scene):
-    """Remember the correctives of ``obj`` on the scene's current frame (after the handler set
-    them); when the range is complete, make the track that plays them."""
-    if scene.frame_subframe != 0.0 or not (rig.chains or rig.corrected is not None):
+def record(obj, rig, scene, written):
+    """Remember the corrections of ``obj`` on the scene's current frame, after the handler made
+    them (``written``: the basis values it wrote); when the range is complete, play them back."""
+    if scene.frame_subframe != 0.0:
         return
     span = span_of(scene)
     frame = scene.frame_current
@@ -83,34 +98,43 @@ def record(obj, rig, scene):
         return
     key = obj.as_pointer()
     recording = state.played.get(key)
-    if recording is None or recording.span != span or recording.trusted:
-        if recording is not None and recording.trusted:
-            return  # (a frame of the span the track does not play: the track is current)
+    if recording is not None and (recording.trusted or recording.failed) and recording.span == span:
+        return  # (already played back, or it cannot be)
+    if recording is None or recording.span != span:
         recording = state.played[key] = Recording(obj, corrected_names(obj, rig), span)
     recording.frames[frame] = [
         (c.to_min_x_rot, c.to_min_y_rot, c.to_min_z_rot, 0.0 if c.mute else c.influence) for c in recording.constraints
     ]
+    recording.written[frame] = written
     if len(recording.frames) == span[1] - span[0] + 1:
+        recording.failed = True  # (until the track is made: an error is not tried again each frame)
         recording.trusted = _make_track(obj, recording)
+        recording.failed = not recording.trusted
 
 
 def _make_track(obj, recording):
     """Write the recording to a new action played by the rig's track (the old one removed);
     returns whether the track plays it."""
+    if not recording.constraints:
+        return True  # (the basis path alone: nothing for a track to play)
     anim = obj.animation_data
     if anim is None or anim.use_tweak_mode:
         return False  # (an NLA strip being edited: leave the stack alone)
     remove(obj)
     frames = sorted(recording.frames)
-    values = [recording.frames[f] for f in frames]
+    rows = [recording.frames[f] for f in frames]
     action, container = new_action(obj, f"{TRACK}: {obj.name}")
     for i, (name, con) in enumerate(zip(recording.names, recording.constraints)):
-        column = [v[i] for v in values]
+        column = [row[i] for row in rows]
         if all(c[3] == 0.0 for c in column):
             continue  # never on: nothing to play
         path = f"{con.path_from_id()}."
         for j, channel in enumerate(CHANNELS):
-            write_curve(container, path + channel, 0, frames, [c[j] for c in column], group=name, interpolation="CONSTANT")
+            series = [c[j] for c in column]
+            if series.count(series[0]) == len(series):
+                setattr(con, channel, series[0])  # (each curve costs Blender a path lookup a frame)
+            else:
+                write_curve(container, path + channel, 0, frames, series, group=name, interpolation="CONSTANT")
     track = anim.nla_tracks.new()
     track.name = TRACK
     strip = track.strips.new(TRACK, int(frames[0]), action)

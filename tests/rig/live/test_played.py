@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Played corrections on a generated Rigify rig: one whole play of the range is kept as an NLA
-track Blender evaluates itself, so later plays need no correction from the frame handler; an
-edit, a save, a pause and switching enforcement off each take it out of play."""
+"""Played corrections: one whole play of the range is kept. On a generated Rigify rig it becomes
+an NLA track Blender evaluates itself, so later plays need no correction from the frame handler;
+an edit, a save, a pause and switching enforcement off each take it out of play. Bones limited
+through their basis get the values written on the first play back without a pose lookup."""
 
 import bpy
 import numpy as np
 import pytest
-from rigs import worst_degrees_out
+from rigs import chain_rig, cone_motion, worst_degrees_out
 
 pytestmark = pytest.mark.blender42
 
@@ -123,3 +124,50 @@ def test_a_pause_a_save_and_enforcement_off_each_take_the_track_out_of_play(addo
     scene.joint_limits.enforce_live = False
     assert _track(rig) is None and not [a for a in bpy.data.actions if a.name.startswith("Joint Limits")]
     np.testing.assert_array_equal(_play(addon, [9])[9], plain[9])
+
+
+def _basis_rig(addon, frames=30):
+    """Three chained bones limited through their basis (fitted on cone motions), keyed with the
+    motions swung 1.6x wider over the scene's range."""
+    q = addon.limits.geometry.quaternion
+    obj = chain_rig(("root", "a", "b"))
+    fit = np.stack([cone_motion(q, 240, seed=s) for s in range(3)], axis=1)
+    addon.rig.tasks.sample.store_clouds(obj, {pb.name: fit[:, i] for i, pb in enumerate(obj.pose.bones)})
+    for pb in obj.pose.bones[1:]:
+        addon.rig.tasks.fit.fit_pose_bone(obj, pb)
+    addon.rig.io.humanoid.key_rotations(
+        obj, q.quaternion_from_exp_map(1.6 * q.exp_map_from_quaternion(fit[::8][:frames])), "Wide"
+    )
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    return obj
+
+
+def _basis(obj):
+    q = np.empty(4 * len(obj.pose.bones), dtype=np.float32)
+    obj.pose.bones.foreach_get("rotation_quaternion", q)
+    return q
+
+
+def test_basis_frames_of_a_whole_play_are_written_back_without_a_pose_lookup(addon, clean_file, monkeypatch):
+    obj = _basis_rig(addon)
+    scene = bpy.context.scene
+    scene.joint_limits.enforce_live = True
+    first = {}
+    for f in range(1, 31):
+        scene.frame_set(f)
+        first[f] = _basis(obj)
+    assert addon.rig.live.state.played[obj.as_pointer()].trusted
+    assert sum(bool(w) for w in addon.rig.live.state.played[obj.as_pointer()].written.values()) > 10
+    assert obj.animation_data.nla_tracks.get("Joint Limits") is None  # (no correctives: no track)
+    looked_up = _count_calls(monkeypatch, addon.rig.live.handlers, "enforce_basis")
+    for f in list(range(1, 31)) + [17, 4, 29, 4]:
+        scene.frame_set(f)
+        np.testing.assert_array_equal(_basis(obj), first[f])
+    assert not looked_up
+    obj.pose.bones["a"].rotation_quaternion = (0.5, 0.5, 0.5, 0.5)  # an edit
+    bpy.context.view_layer.update()
+    assert not addon.rig.live.state.played
+    scene.frame_set(12)
+    assert looked_up
+    np.testing.assert_array_equal(_basis(obj), first[12])  # (the same limited pose, looked up again)
