@@ -12,10 +12,11 @@ softening as for any bone) and writes the ``d`` that lands on the limit. Blender
 constraint at influence 0: a bone inside its limit, and every bone once enforcement is off, is
 bitwise the plain rig. The basis and the constraints' targets are never written.
 
-A corrected bone below another one whose constraint works in pose or world space (a Damped Track,
-a world-space Copy Rotation) sees its ``q_pre`` change when its ancestor's correction changes, so
-the bones are corrected level by level (level = corrected ancestors), with one re-evaluation of
-the depsgraph between levels that wrote something; the last level's writes are evaluated by
+A corrected bone whose evaluated pose reads another corrected bone (below it, or through a
+constraint target or a driver, as Rigify's deforming chains read their ORG bones through tweak
+bones) sees its ``q_pre`` change when that bone's correction changes, so the bones are corrected
+level by level in the order of those dependencies (:class:`Corrected`), with one re-evaluation
+of the depsgraph between levels that wrote something; the last level's writes are evaluated by
 Blender's own second pass after the handler.
 
 IK chains are solved by enforcement itself and written through these correctives
@@ -33,7 +34,7 @@ import numpy as np
 from mathutils import Quaternion
 
 from ...limits.geometry.quaternion import quaternion_conjugate, quaternion_from_euler, quaternion_multiply
-from ..io.constraints import CHAIN_CONSTRAINTS, moved_bones
+from ..io.constraints import CHAIN_CONSTRAINTS, bone_dependencies, moved_bones
 from . import state
 
 #: Name of the corrective constraint (one per corrected bone, last in its stack).
@@ -187,22 +188,46 @@ class Rotations:
 
 class Corrected:
     """The corrected bones of one rig: ``groups`` (limit groups, as the basis path has) and
-    each corrected row's level (how many corrected ancestors it has)."""
+    each corrected row's level: 0 for a bone whose evaluated pose reads no other corrected bone,
+    else one more than the highest level of those it reads, through parents, constraint targets
+    and drivers (:func:`..io.constraints.bone_dependencies`), so a correction is computed after
+    every correction it depends on was evaluated."""
 
     def __init__(self, obj, groups):
         self.groups = groups
         rows = np.concatenate([g.rows for g in groups]) if groups else np.zeros(0, dtype=np.intp)
         names = obj.pose.bones.keys()
         self.names = {int(r): names[r] for r in rows}
+        reads = _corrected_reads(bone_dependencies(obj, ignore=is_corrective), set(self.names.values()))
         level = {}
-        for r, name in self.names.items():
-            parent, count = obj.pose.bones[name].parent, 0
-            while parent is not None:
-                count += obj.pose.bones.find(parent.name) in self.names
-                parent = parent.parent
-            level[r] = count
-        self.level = level
-        self.levels = sorted(set(level.values()))
+
+        def level_of(name, seen=()):
+            if name not in level:
+                above = [level_of(n, (*seen, name)) for n in reads[name] if n not in seen]
+                level[name] = 1 + max(above) if above else 0
+            return level[name]
+
+        self.level = {r: level_of(name) for r, name in self.names.items()}
+        self.levels = sorted(set(self.level.values()))
+
+
+def _corrected_reads(depends, corrected):
+    """``{corrected bone: the other corrected bones its evaluated pose reads}``, directly or
+    through bones that are not corrected."""
+    reads = {}
+    for name in corrected:
+        found, stack, seen = set(), list(depends.get(name, ())), {name}
+        while stack:
+            other = stack.pop()
+            if other in seen:
+                continue
+            seen.add(other)
+            if other in corrected:
+                found.add(other)
+            else:
+                stack.extend(depends.get(other, ()))
+        reads[name] = found
+    return reads
 
 
 def correct(obj, depsgraph, corrected, project_group):

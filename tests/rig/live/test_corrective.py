@@ -131,6 +131,35 @@ def test_a_chain_of_world_space_constraints_is_limited_level_by_level(clean_file
         assert limit.violation(evaluated_local_rotation(obj, name)) < HALF_DEGREE, name
 
 
+def test_a_bone_that_copies_another_corrected_bone_is_corrected_after_it(clean_file, addon):
+    """'side' is no child of 'upper' but copies its world rotation (a constraint target, as
+    Rigify's deforming bones follow their ORG bones): its correction waits for upper's to be
+    evaluated, or it would be computed on upper's uncorrected pose."""
+    obj, pb, _ = fitted_rig(addon)
+    obj.animation_data.action = None
+    bpy.ops.object.mode_set(mode="EDIT")
+    side = obj.data.edit_bones.new("side")
+    side.head, side.tail, side.parent = (0.0, 0.0, 1.0), (0.0, 0.0, 2.0), obj.data.edit_bones["root"]
+    bpy.ops.object.mode_set(mode="POSE")
+    for name in ("upper", "side"):
+        obj.pose.bones[name].joint_limit.limit_data = obj.pose.bones["lower"].joint_limit.limit_data
+        obj.pose.bones[name].joint_limit.enabled = True
+    track = obj.pose.bones["upper"].constraints.new("DAMPED_TRACK")
+    track.target = _control("Target", (1.0, 0.0, 0.0, 0.0), location=(0.0, 1.0, -0.5))  # (far out: 146 deg)
+    copy = obj.pose.bones["side"].constraints.new("COPY_ROTATION")
+    copy.target, copy.subtarget = obj, "upper"
+    limit = addon.rig.io.storage.read_limit(obj.pose.bones["upper"])
+    bpy.context.scene.frame_set(1)
+    assert limit.violation(evaluated_local_rotation(obj, "side")) > 0.2
+    bpy.context.scene.joint_limits.enforce_live = True
+    bpy.context.scene.frame_set(1)
+    corrected = addon.rig.live.compiled(obj).corrected
+    rows = {name: obj.pose.bones.find(name) for name in ("upper", "side")}
+    assert corrected.level[rows["side"]] == corrected.level[rows["upper"]] + 1
+    for name in ("upper", "side"):
+        assert limit.violation(evaluated_local_rotation(obj, name)) < HALF_DEGREE, name
+
+
 def test_unconstrained_bones_keep_the_basis_path(clean_file, addon):
     """A limited bone no constraint drives is still limited by writing its basis, and gets no
     corrective."""
