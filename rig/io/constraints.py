@@ -29,14 +29,16 @@ def _bone_of(path):
 
 def bone_dependencies(obj, ignore=None):
     """``{bone: bones of obj whose evaluated pose it reads}``, as Blender orders them: the parent,
-    the bones its constraints target (an IK's for its whole chain; not the constraints for which
+    the bones its constraints target (an IK's for its whole chain; an Armature constraint's at
+    a weight above 0 now, so a parent switch is read as it stands; not the constraints for which
     ``ignore(constraint)`` is true), and the bones the drivers of its properties read (transform
     channels, distances, rotation differences, paths into a bone)."""
     depends = {pb.name: set() if pb.parent is None else {pb.parent.name} for pb in obj.pose.bones}
     for pb in obj.pose.bones:
         for con in pb.constraints:
             targets = getattr(con, "targets", None)  # (the Armature constraint's list)
-            pairs = [(t.target, t.subtarget) for t in targets] if targets is not None else []
+            # (a parent switch's targets at weight 0 are read by nothing Blender computes)
+            pairs = [(t.target, t.subtarget) for t in targets if t.weight > 0.0] if targets is not None else []
             pairs.append((getattr(con, "target", None), getattr(con, "subtarget", "")))
             pairs.append((getattr(con, "pole_target", None), getattr(con, "pole_subtarget", "")))
             found = {name for target, name in pairs if target == obj and name in depends}
