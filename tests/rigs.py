@@ -105,3 +105,18 @@ def fitted_rig(addon, mode="QUATERNION", model="kdop", fit_mode="FULL", frames=2
     pb.joint_limit.mode = fit_mode
     assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
     return obj, pb, action
+
+
+def keyed_rigify(rig, frames=range(1, 25), controls=("hand_ik.L", "foot_ik.L"), scale=0.4, seed=8):
+    """The human preset applied to a generated Rigify rig and its IK ``controls`` keyed at random
+    places over ``frames`` (the scene's range); returns the limited bones' names."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    rng = np.random.default_rng(seed)
+    for f in frames:
+        for name in controls:
+            pb = rig.pose.bones[name]
+            pb.location = rng.normal(size=3) * scale
+            pb.keyframe_insert("location", frame=f)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = frames[0], frames[-1]
+    return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]

@@ -68,6 +68,10 @@ EXTRA_STEMS = {"spine04": "spine", "spine05": "spine", "neck02": "neck", "neck2"
 #: thigh name): passing only these keeps matching a rig linear in its bones.
 _CONTEXT = re.compile(r"clavicle|collar|thigh|upperleg|upleg|femur", re.IGNORECASE)
 _RIGIFY_PREFIX = re.compile(r"^(DEF|ORG)-")
+#: A generated rig's bones that are no animator's control: deforming, original, mechanism.
+_NOT_A_CONTROL = re.compile(r"^(DEF|ORG|MCH)-")
+#: A generated rig's bones that only carry its machinery: mechanism and deforming.
+_MACHINERY = re.compile(r"^(DEF|MCH)-")
 _RIGIFY_SPINE = re.compile(r"^spine(?:\.(\d{3}))?$")
 _COPY_SUFFIX = re.compile(r"\.\d{3}$")
 #: Rigify's ``spine.NNN`` numbers: 0 is the hips, 1-3 the spine up to the chest, 4-6 the neck
@@ -88,6 +92,18 @@ class BoneMatch:
     def base(self):
         """The joint without its side (``"elbow"``)."""
         return self.joint.split(".")[0]
+
+
+def is_mechanism_name(name):
+    """Whether ``name`` is a generated rig's deforming (``DEF-``), original (``ORG-``) or
+    mechanism (``MCH-``) bone rather than a control."""
+    return bool(_NOT_A_CONTROL.match(name))
+
+
+def is_machinery_name(name):
+    """Whether ``name`` is a generated rig's mechanism (``MCH-``) or deforming (``DEF-``) bone:
+    it follows the original (``ORG-``) bones and the controls, never poses them."""
+    return bool(_MACHINERY.match(name))
 
 
 def joint_side(joint):

@@ -140,6 +140,21 @@ def new_action(obj, name):
     return action, action
 
 
+def channels_of(obj, action):
+    """The container of ``action``'s F-curves for ``obj`` (its channelbag where actions have
+    slots, created if missing; else the action), with ``fcurves.new`` and ``fcurves.remove``."""
+    if not is_slotted(action) or not hasattr(action.slots, "new"):
+        return action
+    slot = action_slot_for(obj, action)
+    if slot is None:
+        slot = action.slots.new(id_type="OBJECT", name=obj.name)
+    if not len(action.layers):
+        action.layers.new("Layer")
+    layer = action.layers[0]
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
 def assign_action(obj, action):
     """Make ``action`` the active action of ``obj`` (and its slot, where slots exist)."""
     if obj.animation_data is None:

@@ -7,26 +7,12 @@ through their basis get the values written on the first play back without a pose
 import bpy
 import numpy as np
 import pytest
-from rigs import chain_rig, cone_motion, worst_degrees_out
+from rigs import chain_rig, cone_motion, keyed_rigify, worst_degrees_out
 
 pytestmark = pytest.mark.blender42
 
 FRAMES = range(1, 25)
 CONTROLS = ("hand_ik.L", "foot_ik.L")
-
-
-def _keyed(rig):
-    """The human preset applied and the hand and foot IK controls keyed over :data:`FRAMES`."""
-    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
-    rng = np.random.default_rng(8)
-    for f in FRAMES:
-        for name in CONTROLS:
-            pb = rig.pose.bones[name]
-            pb.location = rng.normal(size=3) * 0.4
-            pb.keyframe_insert("location", frame=f)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = FRAMES[0], FRAMES[-1]
-    return [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit and pb.joint_limit.enabled]
 
 
 def _play(addon, frames):
@@ -54,7 +40,7 @@ def _count_calls(monkeypatch, module, name):
 
 
 def test_a_whole_play_is_kept_as_a_track_that_later_plays_and_scrubs_give_without_correcting(addon, rig, monkeypatch):
-    limited = _keyed(rig)
+    limited = keyed_rigify(rig, FRAMES, CONTROLS)
     user_action = rig.animation_data.action
     user_curves = len(addon.rig.io.actions.action_fcurves(rig, user_action))
     bpy.context.scene.joint_limits.enforce_live = True
@@ -81,7 +67,7 @@ def test_a_whole_play_is_kept_as_a_track_that_later_plays_and_scrubs_give_withou
 
 
 def test_an_edit_takes_the_track_out_of_play_and_the_next_whole_play_records_again(addon, rig):
-    limited = _keyed(rig)
+    limited = keyed_rigify(rig, FRAMES, CONTROLS)
     scene = bpy.context.scene
     scene.joint_limits.enforce_live = True
     _play(addon, FRAMES)
@@ -99,7 +85,7 @@ def test_an_edit_takes_the_track_out_of_play_and_the_next_whole_play_records_aga
 
 
 def test_a_pause_a_save_and_enforcement_off_each_take_the_track_out_of_play(addon, rig, tmp_path):
-    _keyed(rig)
+    keyed_rigify(rig, FRAMES, CONTROLS)
     scene = bpy.context.scene
     plain = _play(addon, FRAMES)
     scene.joint_limits.enforce_live = True

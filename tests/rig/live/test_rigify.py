@@ -6,7 +6,7 @@ mute and influence, tweak and B-bone chains), generated inside the test."""
 import bpy
 import numpy as np
 import pytest
-from rigs import worst_degrees_out
+from rigs import keyed_rigify, worst_degrees_out
 
 pytestmark = pytest.mark.blender42
 
@@ -155,18 +155,10 @@ def test_keyed_controls_played_and_scrubbed_stay_inside(addon, rig):
     """The hand and foot IK controls keyed over 24 frames, played in order, then scrubbed to
     frames in random order: every limited bone within 0.5 deg of its limit on every frame, and
     the deforming joints on the ORG chain."""
-    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
-    rng = np.random.default_rng(8)
-    for f in range(1, 25):
-        for name in ("hand_ik.L", "foot_ik.L"):
-            pb = rig.pose.bones[name]
-            pb.location = rng.normal(size=3) * 0.4
-            pb.keyframe_insert("location", frame=f)
+    limited = keyed_rigify(rig)
     scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 24
-    limited = _limited(rig)
     scene.joint_limits.enforce_live = True
-    frames = list(range(1, 25)) + rng.permutation(np.arange(1, 25)).tolist()
+    frames = list(range(1, 25)) + np.random.default_rng(8).permutation(np.arange(1, 25)).tolist()
     worst, gap = 0.0, 0.0
     for f in frames:
         scene.frame_set(int(f))
