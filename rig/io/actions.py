@@ -186,6 +186,19 @@ def write_curve(container, data_path, index, frames, values, group=None, interpo
     return fc
 
 
+def write_bone_transform(container, pose_bone, frames, loc, rot, scale):
+    """Key ``pose_bone``'s location ``(F, 3)``, rotation ``(F, 4)`` quaternions (in the bone's
+    own rotation mode, continuous in time) and scale ``(F, 3)`` on every one of ``frames``."""
+    path = bone_path(pose_bone.name)
+    channel, values = rotation_channel_values(pose_bone.rotation_mode, rot)
+    for i in range(3):
+        write_curve(container, f"{path}.location", i, frames, loc[:, i], pose_bone.name)
+    for i in range(values.shape[1]):
+        write_curve(container, f"{path}.{channel}", i, frames, values[:, i], pose_bone.name)
+    for i in range(3):
+        write_curve(container, f"{path}.scale", i, frames, scale[:, i], pose_bone.name)
+
+
 def bone_path(name):
     """RNA path prefix of a pose bone, with Blender's escaping (names may hold quotes)."""
     return f'pose.bones["{bpy.utils.escape_identifier(name)}"]'

@@ -108,7 +108,11 @@ def record(obj, rig, scene, written):
     recording.written[frame] = written
     if len(recording.frames) == span[1] - span[0] + 1:
         recording.failed = True  # (until the track is made: an error is not tried again each frame)
-        recording.trusted = _make_track(obj, recording)
+        try:
+            recording.trusted = _make_track(obj, recording)
+        except Exception as err:  # noqa: BLE001 - a linked or locked rig: frame by frame as before
+            state.report_once((obj.name, None, "played"), f"{obj.name}: later plays are corrected frame by frame ({err})")
+            return
         recording.failed = not recording.trusted
 
 

@@ -9,7 +9,7 @@ bones out of their limits again). :func:`assign_baked` mutes exactly those.
 import numpy as np
 
 from ...limits.geometry.quaternion import slerp
-from ..io.actions import assign_action, bone_path, bone_rotation_curves, new_action, rotation_channel_values, write_curve
+from ..io.actions import assign_action, bone_rotation_curves, new_action, write_bone_transform
 from ..io.bone_errors import NOT_FINITE, guarded
 from ..io.constraints import moved_bones
 from ..io.storage import read_limit
@@ -63,15 +63,7 @@ def bake_action(obj, scene, action, frames, bone_names=None, name=None, progress
     baked, container = new_action(obj, name or f"{action.name}_limited")
     frames = np.asarray(frames, dtype=float)
     for b, pb in enumerate(obj.pose.bones):
-        group = pb.name
-        path = bone_path(pb.name)
-        channel, values = rotation_channel_values(pb.rotation_mode, rot[:, b])
-        for i in range(3):
-            write_curve(container, f"{path}.location", i, frames, loc[:, b, i], group)
-        for i in range(values.shape[1]):
-            write_curve(container, f"{path}.{channel}", i, frames, values[:, i], group)
-        for i in range(3):
-            write_curve(container, f"{path}.scale", i, frames, scale[:, b, i], group)
+        write_bone_transform(container, pb, frames, loc[:, b], rot[:, b], scale[:, b])
     baked.use_fake_user = True
     return baked
 

@@ -26,7 +26,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ...limits.body.bone_names import is_machinery_name, is_mechanism_name
-from ..io.actions import action_fcurves, bone_path, channels_of, rotation_channel_values, write_curve
+from ..io.actions import action_fcurves, bone_path, channels_of, write_bone_transform, write_curve
 from ..live import corrective, limited_ik, played, state
 from ..live.evaluate import pose_matrices
 from ..live.handlers import enforce_object
@@ -141,14 +141,7 @@ def bake_to_controls(obj, scene, action, frames, name=None, progress=None):
     finally:
         scene.frame_set(current[0], subframe=current[1])
     for k, control in enumerate(controls):
-        path = bone_path(control)
-        channel, values = rotation_channel_values(obj.pose.bones[control].rotation_mode, rot[:, k])
-        for i in range(3):
-            write_curve(container, f"{path}.location", i, frames, loc[:, k, i], control)
-        for i in range(values.shape[1]):
-            write_curve(container, f"{path}.{channel}", i, frames, values[:, i], control)
-        for i in range(3):
-            write_curve(container, f"{path}.scale", i, frames, scale[:, k, i], control)
+        write_bone_transform(container, obj.pose.bones[control], frames, loc[:, k], rot[:, k], scale[:, k])
     baked.use_fake_user = True
     return baked, controls, switch_bones
 
