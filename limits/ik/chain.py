@@ -219,6 +219,16 @@ def chain_positions(chain, local_rotations):
     return chain_pose(chain, local_rotations)[1]
 
 
+def stretch_for(chain, target):
+    """How much Blender's IK stretch scales the chain for ``target (..., 3)``: the distance from
+    the root's head to the target over the chain's straight reach, at least 1 (it only lengthens
+    a chain that cannot reach; the bones scale uniformly, the children inheriting it). Applied
+    to a limited pose it stretches the limb as much as the plain rig's IK does."""
+    root = chain.parent_position + quaternion_rotate(chain.parent_rotation, chain.heads[0])
+    distance = np.linalg.norm(np.asarray(target, dtype=float) - root, axis=-1)
+    return np.maximum(1.0, distance / chain.reach)
+
+
 def _check_local(chain, local_rotations):
     local = as_quaternions(local_rotations, "local_rotations")
     if local.ndim < 2 or local.shape[-2] != len(chain):

@@ -39,6 +39,9 @@ from . import state
 
 #: Name of the corrective constraint (one per corrected bone, last in its stack).
 CORRECTIVE = "Joint Limit"
+#: Name of the stretch corrective: a held IK chain's root scaled as Blender's IK stretch scales
+#: it (uniformly; the chain's other bones inherit it), after the rotation corrective.
+STRETCH = "Joint Limit Stretch"
 #: Euler order of the corrective's constant rotation.
 ORDER = "XYZ"
 #: Corrections (radians) below which a bone is left uncorrected (influence 0).
@@ -56,7 +59,7 @@ def mark_added():
 
 
 def is_corrective(constraint):
-    return constraint.type == "TRANSFORM" and constraint.name == CORRECTIVE
+    return constraint.type == "TRANSFORM" and constraint.name in (CORRECTIVE, STRETCH)
 
 
 def ik_chain_bones(obj):
@@ -83,11 +86,12 @@ def _subtarget(pose_bone, bones):
     return next((b.name for b in bones if b.name not in below), None)
 
 
-def ensure(obj, pose_bone):
-    """The bone's corrective, created (influence 0) or moved back to the end of its stack.
-    Returns None when the bone cannot have one (see :func:`_subtarget`)."""
+def ensure(obj, pose_bone, name=CORRECTIVE):
+    """The bone's corrective (or with ``name`` :data:`STRETCH`, its stretch corrective), created
+    at influence 0, or moved back after the bone's other constraints (the rotation corrective
+    before the stretch one). Returns None when the bone cannot have one (see :func:`_subtarget`)."""
     cons = pose_bone.constraints
-    con = cons.get(CORRECTIVE)
+    con = cons.get(name)
     if con is not None and con.type != "TRANSFORM":
         return None  # the user's own constraint of that name: leave it
     if con is None:
@@ -95,26 +99,34 @@ def ensure(obj, pose_bone):
         if subtarget is None:
             return None
         con = cons.new("TRANSFORM")
-        con.name = CORRECTIVE
+        con.name = name
         con.show_expanded = False
         con.target, con.subtarget = obj, subtarget
         con.owner_space = con.target_space = "LOCAL"
-        con.map_from, con.map_to = "LOCATION", "ROTATION"
-        con.to_euler_order = ORDER
-        con.mix_mode_rot = "AFTER"
+        if name == STRETCH:
+            con.map_from, con.map_to = "LOCATION", "SCALE"
+            con.mix_mode_scale = "MULTIPLY"
+        else:
+            con.map_from, con.map_to = "LOCATION", "ROTATION"
+            con.to_euler_order = ORDER
+            con.mix_mode_rot = "AFTER"
         con.influence = 0.0
-    last = len(cons) - 1
-    if cons[last] != con:
-        cons.move(cons.find(CORRECTIVE), last)
+    # its place: after every constraint but the correctives, the stretch one last
+    order = [c.name for c in cons if not is_corrective(c)] + [n for n in (CORRECTIVE, STRETCH) if n in cons]
+    at = order.index(name)
+    if cons.find(name) != at:
+        cons.move(cons.find(name), at)
     return con
 
 
 def remove(pose_bone):
-    con = pose_bone.constraints.get(CORRECTIVE)
-    if con is not None and is_corrective(con):
-        pose_bone.constraints.remove(con)
-        return True
-    return False
+    removed = False
+    for name in (CORRECTIVE, STRETCH):
+        con = pose_bone.constraints.get(name)
+        if con is not None and is_corrective(con):
+            pose_bone.constraints.remove(con)
+            removed = True
+    return removed
 
 
 def remove_all(obj, keep=()):
@@ -129,9 +141,10 @@ def neutralize(obj):
     if obj.type != "ARMATURE" or obj.pose is None:
         return
     for pb in obj.pose.bones:
-        con = pb.constraints.get(CORRECTIVE)
-        if con is not None and is_corrective(con) and con.influence != 0.0:
-            con.influence = 0.0
+        for name in (CORRECTIVE, STRETCH):
+            con = pb.constraints.get(name)
+            if con is not None and is_corrective(con) and con.influence != 0.0:
+                con.influence = 0.0
 
 
 def correction(con):
@@ -168,6 +181,25 @@ def write_euler(con, euler):
     changed = (con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot) != euler
     if changed:
         con.to_min_x_rot, con.to_min_y_rot, con.to_min_z_rot = euler
+    if con.influence != 1.0:
+        con.influence, changed = 1.0, True
+    if con.mute:
+        con.mute, changed = False, True
+    return changed
+
+
+def write_stretch(con, scale):
+    """Make the stretch corrective ``con`` scale its bone by ``scale`` (1: off); returns whether
+    anything changed."""
+    if abs(scale - 1.0) < TOLERANCE:
+        if con.influence != 0.0:
+            con.influence = 0.0
+            return True
+        return False
+    scale = float(np.float32(scale))
+    changed = (con.to_min_x_scale, con.to_min_y_scale, con.to_min_z_scale) != (scale, scale, scale)
+    if changed:
+        con.to_min_x_scale = con.to_min_y_scale = con.to_min_z_scale = scale
     if con.influence != 1.0:
         con.influence, changed = 1.0, True
     if con.mute:

@@ -24,8 +24,9 @@ up without evaluating the rig (so a remembered frame costs little), and a keyed 
 
 Where a limited chain is inside its limits this is the pose Blender's IK gives (to 0.003
 degrees at pole angle 0, 0.4 degrees at others: tests/rig/live/test_limited_ik.py). Read: chain
-length, use tail, pole target (object or bone) and pole angle, influence; stretch is not
-modelled (a chain is never stretched) nor is the iTaSC solver's extra settings. A held IK is
+length, use tail, pole target (object or bone) and pole angle, influence, and stretch (the
+chain root's stretch corrective scales the chain as much as Blender's IK stretches it,
+:func:`...limits.ik.chain.stretch_for`); not the iTaSC solver's extra settings. A held IK is
 released (unmuted) when enforcement is switched off, before a save (the saved file is the
 plain rig) and while bake or report evaluate the unlimited pose; the owner bone's
 ``joint_limit.held_ik`` names it meanwhile, so a release after a crash or an autosave finds it
@@ -237,6 +238,10 @@ def hold(obj, chains):
             if pose_bone.constraints.get(corrective.CORRECTIVE) is None:
                 changed = True
             corrective.ensure(obj, pose_bone)
+        if con.use_stretch:
+            root = obj.pose.bones[chain.names[0]]
+            changed |= root.constraints.get(corrective.STRETCH) is None
+            corrective.ensure(obj, root, corrective.STRETCH)
     if chains:
         corrective.mark_added()
     return changed
@@ -333,6 +338,7 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
         cons = [pose_bones[n].constraints.get(corrective.CORRECTIVE) for n in chain.names]
         if any(c is None for c in cons):
             continue
+        cons.append(_stretch(pose_bones, evaluated, chain, con))
         key = keys[chain] = None if chain.rows is None else _exact_key(obj, chain, basis, con, keys)
         wrote = _remembered(chain, key, cons, basis, evaluated)
         if wrote is None:
@@ -365,15 +371,34 @@ def solve(obj, depsgraph, chains, stale=False, limited=None):
     return posed, changed
 
 
+def _stretch(pose_bones, evaluated, chain, con):
+    """The chain root's stretch corrective when the IK stretches (``use_stretch`` and a chain bone
+    with ``ik_stretch``, which Rigify's IK_Stretch drives), or False: write none (None: the root
+    has no stretch corrective)."""
+    if not con.use_stretch or not any(evaluated[n].ik_stretch > 0.0 for n in chain.names):
+        stretch = pose_bones[chain.names[0]].constraints.get(corrective.STRETCH)
+        if stretch is not None:
+            corrective.write_stretch(stretch, 1.0)
+        return False
+    return pose_bones[chain.names[0]].constraints.get(corrective.STRETCH)
+
+
 def _remembered(chain, key, cons, basis, evaluated):
     """Write ``chain``'s remembered solution for the exact ``key`` (None: none); returns None when
-    there was none, else whether a corrective changed."""
+    there was none, else whether a corrective changed. ``cons``: the chain's correctives, then
+    its stretch corrective (see :func:`_stretch`)."""
     hit = None if key is None else chain.memo.get(key)
     if hit is None:
         return None
     chain.previous, chain.previous_target, eulers = hit
     return _write(
-        chain, cons, _influence(evaluated, chain), hit[0], lambda: basis.rotations.local_quaternions(chain.name_rows), eulers
+        chain,
+        cons,
+        _influence(evaluated, chain),
+        hit[0],
+        lambda: basis.rotations.local_quaternions(chain.name_rows),
+        eulers,
+        hit[1],
     )
 
 
@@ -393,7 +418,7 @@ def _solve_evaluated(obj, depsgraph, pending, basis):
             start = np.array(
                 [
                     quaternion_multiply(_local(obj, evaluated, n), quaternion_conjugate(corrective.correction(c)))
-                    for n, c in zip(chain.names, cons)
+                    for n, c in zip(chain.names, cons[:-1])
                 ]
             )
         else:  # nothing but the basis poses the chain: its exact starting pose
@@ -410,7 +435,7 @@ def _solve_evaluated(obj, depsgraph, pending, basis):
             pole = point(_target_position(obj, depsgraph, con.pole_target, con.pole_subtarget))
         pole_angle = con.pole_angle if pole is not None else 0.0
         q = _solution(chain, start, target, pole, pole_angle, key)
-        changed |= _write(chain, cons, _influence(evaluated, chain), q, start)
+        changed |= _write(chain, cons, _influence(evaluated, chain), q, start, target=target)
         written.update(chain.names)
         posed += len(chain.names)
     return posed, changed
@@ -421,18 +446,27 @@ def _influence(evaluated, chain):
     return float(evaluated[chain.owner].constraints[chain.constraint].influence)
 
 
-def _write(chain, cons, influence, q, start, eulers=None):
+def _write(chain, cons, influence, q, start, eulers=None, target=None):
     """Write the correctives that take the chain from ``start`` (``(n, 4)``, or a function
     giving it, called only when needed) to its solution ``q``, blended by ``influence``;
     ``eulers`` are the corrective angles at influence 1 when known (:func:`corrective_eulers`).
-    Returns whether a corrective changed."""
+    ``cons`` ends with the stretch corrective (:func:`_stretch`), which scales the chain as much
+    as Blender's IK stretches it for ``target`` (chain frame). Returns whether a corrective
+    changed."""
+    *rotations, stretch = cons
+    scale = 1.0
+    if stretch and target is not None:
+        scale = 1.0 + influence * (float(ik.stretch_for(chain.chain, target)) - 1.0)
     if influence < 1.0 or eulers is None:
         start = start() if callable(start) else start
         if influence < 1.0:
             q = slerp(start, q, influence)
             q = np.array([q[i] if lim is None else lim.project(q[i]) for i, lim in enumerate(chain.limits)])
         eulers = corrective_eulers(start, q)
-    return any([corrective.write_euler(c, euler) for c, euler in zip(cons, eulers)])
+    changed = [corrective.write_euler(c, euler) for c, euler in zip(rotations, eulers)]
+    if stretch:
+        changed.append(corrective.write_stretch(stretch, scale))
+    return any(changed)
 
 
 def _solution(chain, start, target, pole, pole_angle, key=None):

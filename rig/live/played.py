@@ -33,8 +33,10 @@ from . import corrective, state
 
 #: The NLA track (and the prefix of its action's name) on a rig that plays its corrections.
 TRACK = "Joint Limits"
-#: The corrective's channels kept per frame: its constant rotation and its influence.
+#: A corrective's channels kept per frame: its constant rotation (a stretch corrective's scale)
+#: and its influence.
 CHANNELS = ("to_min_x_rot", "to_min_y_rot", "to_min_z_rot", "influence")
+STRETCH_CHANNELS = ("to_min_x_scale", "to_min_y_scale", "to_min_z_scale", "influence")
 
 
 class Recording:
@@ -44,8 +46,13 @@ class Recording:
     played back, ``failed`` when they cannot be (an NLA strip in tweak mode, an error)."""
 
     def __init__(self, obj, names, span):
-        self.names = names
-        self.constraints = [obj.pose.bones[n].constraints[corrective.CORRECTIVE] for n in names]
+        #: ``(bone, corrective, its channels)`` of every corrective the handler sets
+        self.correctives = [
+            (n, con, CHANNELS if con.name == corrective.CORRECTIVE else STRETCH_CHANNELS)
+            for n in names
+            for con in (obj.pose.bones[n].constraints.get(c) for c in (corrective.CORRECTIVE, corrective.STRETCH))
+            if con is not None and corrective.is_corrective(con)
+        ]
         self.span = span
         self.frames = {}
         self.written = {}
@@ -103,7 +110,7 @@ def record(obj, rig, scene, written):
     if recording is None or recording.span != span:
         recording = state.played[key] = Recording(obj, corrected_names(obj, rig), span)
     recording.frames[frame] = [
-        (c.to_min_x_rot, c.to_min_y_rot, c.to_min_z_rot, 0.0 if c.mute else c.influence) for c in recording.constraints
+        (*(getattr(c, a) for a in channels[:3]), 0.0 if c.mute else c.influence) for _, c, channels in recording.correctives
     ]
     recording.written[frame] = written
     if len(recording.frames) == span[1] - span[0] + 1:
@@ -119,7 +126,7 @@ def record(obj, rig, scene, written):
 def _make_track(obj, recording):
     """Write the recording to a new action played by the rig's track (the old one removed);
     returns whether the track plays it."""
-    if not recording.constraints:
+    if not recording.correctives:
         return True  # (the basis path alone: nothing for a track to play)
     anim = obj.animation_data
     if anim is None or anim.use_tweak_mode:
@@ -128,12 +135,12 @@ def _make_track(obj, recording):
     frames = sorted(recording.frames)
     rows = [recording.frames[f] for f in frames]
     action, container = new_action(obj, f"{TRACK}: {obj.name}")
-    for i, (name, con) in enumerate(zip(recording.names, recording.constraints)):
+    for i, (name, con, channels) in enumerate(recording.correctives):
         column = [row[i] for row in rows]
         if all(c[3] == 0.0 for c in column):
             continue  # never on: nothing to play
         path = f"{con.path_from_id()}."
-        for j, channel in enumerate(CHANNELS):
+        for j, channel in enumerate(channels):
             series = [c[j] for c in column]
             if series.count(series[0]) == len(series):
                 setattr(con, channel, series[0])  # (each curve costs Blender a path lookup a frame)

@@ -49,7 +49,8 @@ def test_a_whole_play_is_kept_as_a_track_that_later_plays_and_scrubs_give_withou
     assert track is not None and not track.mute
     (strip,) = track.strips
     paths = {fc.data_path for fc in addon.rig.io.actions.action_fcurves(rig, strip.action)}
-    assert paths and all('.constraints["Joint Limit"].' in p for p in paths)
+    assert paths and all('.constraints["Joint Limit"].' in p or '.constraints["Joint Limit Stretch"].' in p for p in paths)
+    assert any("Stretch" in p for p in paths)  # (the held arm and leg stretch toward far controls)
     assert rig.animation_data.action == user_action
     assert len(addon.rig.io.actions.action_fcurves(rig, user_action)) == user_curves
 

@@ -165,3 +165,29 @@ def test_keyed_controls_played_and_scrubbed_stay_inside(addon, rig):
         worst = max(worst, worst_degrees_out(addon, rig, limited))
         gap = max(gap, _joint_gap(rig))
     assert worst < TOLERANCE_DEG and gap < 1e-4
+
+
+def test_a_limb_held_in_ik_stretches_to_a_control_out_of_reach_as_rigify_does(addon, rig):
+    """Rigify's IK stretches the arm toward a hand control out of its reach (IK_Stretch 1, the
+    default; at 0 Rigify keeps the IK target about within reach): the held chain stretches as
+    much as Blender's IK does (it scales the bones uniformly), its joints still inside their
+    limits and the deforming bones along."""
+    assert bpy.ops.pose.joint_limits_apply_preset() == {"FINISHED"}
+    bones = rig.pose.bones
+    limited = _limited(rig)
+    scene = bpy.context.scene
+    for stretch, place in ((1.0, (0.5, -0.3, -0.2)), (1.0, (0.9, 0.2, 0.3)), (1.0, (-0.3, -0.8, -0.6)), (0.0, (0.9, 0.2, 0.3))):
+        bones["upper_arm_parent.L"]["IK_Stretch"] = stretch
+        bones["hand_ik.L"].location = place
+        rig.update_tag()
+        scene.joint_limits.enforce_live = False
+        bpy.context.view_layer.update()
+        plain = bones["ORG-forearm.L"].matrix.to_scale().y
+        scene.joint_limits.enforce_live = True
+        scene.frame_set(scene.frame_current)
+        stretched = bones["ORG-forearm.L"].matrix.to_scale().y
+        assert abs(stretched - plain) < 0.05 * plain and (plain > 1.2) == (stretch == 1.0), (stretch, place)
+        if stretch:
+            assert (bones["ORG-hand.L"].head - bones["hand_ik.L"].head).length < 0.05, place
+        assert worst_degrees_out(addon, rig, limited) < TOLERANCE_DEG
+        assert _joint_gap(rig) < 1e-4
