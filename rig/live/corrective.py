@@ -112,7 +112,8 @@ def ensure(obj, pose_bone, name=CORRECTIVE):
             con.mix_mode_rot = "AFTER"
         con.influence = 0.0
     # its place: after every constraint but the correctives, the stretch one last
-    order = [c.name for c in cons if not is_corrective(c)] + [n for n in (CORRECTIVE, STRETCH) if n in cons]
+    order = [c.name for c in cons if not is_corrective(c)]
+    order += [n for n in (CORRECTIVE, STRETCH) if n in cons and is_corrective(cons[n])]
     at = order.index(name)
     if cons.find(name) != at:
         cons.move(cons.find(name), at)
