@@ -21,6 +21,11 @@ INSIDE_TOLERANCE = 1e-4
 #: CPU cache, and a batch is large enough that the per-call overhead of numpy costs little.
 CHUNK_ROWS = 16384
 
+#: Largest magnitude a stored limit's parameter may have: they are radians, distances in
+#: rotation space, scales and weights, all far below it; a larger one (a damaged or foreign
+#: file) overflows the projections' squares into NaN.
+MAX_PARAMETER = 1e6
+
 #: Smallest padding (radians) used when fitting: keeps every shape full-dimensional, even
 #: around a single rotation or rotations about one axis.
 MIN_PADDING = 1e-3

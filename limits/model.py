@@ -45,7 +45,7 @@ import copy
 import numpy as np
 
 from . import continuity
-from .constants import IDENTITY_QUATERNION
+from .constants import IDENTITY_QUATERNION, MAX_PARAMETER
 from .geometry.quaternion import as_quaternions, quaternion_angle, quaternion_normalize
 
 # -- capabilities: what a model offers beyond the contract (:meth:`LimitModel.can`) --------------
@@ -246,6 +246,11 @@ class LimitModel(abc.ABC):
                 raise ValueError(f"{kind} limit: parameter {name!r} must have shape {shape}, got {value.shape}")
             if not all_finite(value):
                 raise ValueError(f"{kind} limit: parameter {name!r} contains NaN or infinity")
+            largest = float(np.max(np.abs(value))) if value.size else 0.0
+            if largest > MAX_PARAMETER:
+                raise ValueError(
+                    f"{kind} limit: parameter {name!r} is out of range ({largest:g}; a limit's values are at most {MAX_PARAMETER:g})"
+                )
             checked[name] = value
         extra = set(params) - set(target.PARAM_SHAPES) - set(target.DERIVED_PARAMS)
         if extra:

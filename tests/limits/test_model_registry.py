@@ -408,6 +408,12 @@ CORRUPTIONS = [
     ("euler_box", None, lambda d: d["model"]["config"].update(order="XYX"), "'order' must be one of"),
     ("euler_box", None, set_param("mins", [0.0, 0.0]), "'mins' must have shape"),
     ("euler_box", None, set_param("mins", [np.inf, 0.0, 0.0]), "NaN or infinity|not numeric"),
+    # absurd but finite: each projected to NaN once loaded (overflowing squares)
+    ("kdop", "FULL", set_param("position", [1e300, 0.0, 0.0]), "'position' is out of range"),
+    ("ellipsoid", "FULL", set_param("position", [0.0, 1e300, 0.0]), "'position' is out of range"),
+    ("oriented_box", "FULL", set_param("position", [0.0, 0.0, -1e300]), "'position' is out of range"),
+    ("sdf_grid", None, set_param("lower", [1e300, 0.0, 0.0]), "'lower' is out of range"),
+    ("sdf_grid", None, set_param("spacing", [1e300, 0.1, 0.1]), "'spacing' is out of range"),
 ]
 
 
