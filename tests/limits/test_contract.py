@@ -131,3 +131,18 @@ def test_auto_gives_a_model_that_can_show_its_calibration():
     model = model_class("auto").fit(q[rng.permutation(240)], clips=clips, candidates=[("euler_box", None)])
     assert model.can(contract.CALIBRATION) and model.calibration is not None
     assert model_class("auto").offers(contract.CALIBRATION)
+
+
+@pytest.mark.parametrize("kind", ["auto"] + IDS)
+def test_one_rotation_fits_or_is_refused_in_words(kind):
+    """A bone sampled on one frame: a limit holding that rotation, or a ValueError saying what
+    the model needs (never an error from deep in numpy)."""
+    from limits.joint import JointLimit
+
+    one = cloud(1)
+    try:
+        limit = JointLimit.fit(one, kind=kind, clips=np.zeros(1, dtype=int)) if kind == "auto" else JointLimit.fit(one, kind=kind)
+    except ValueError as err:
+        assert "needs at least" in str(err)
+        return
+    assert limit.contains(one).all()
