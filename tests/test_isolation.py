@@ -87,14 +87,17 @@ def test_report_and_bake_skip_only_the_broken_bone_and_name_it(clean_file, addon
     )
 
 
-def test_a_limit_that_projects_to_nan_is_never_baked_and_is_named(clean_file, addon, capfd):
-    """A limit can read back valid and still give NaN (here a k-DOP whose planes sit at 1e300):
-    bake keeps that bone's own rotations, report skips it, live enforcement writes no NaN."""
+def test_a_limit_that_projects_to_nan_is_never_baked_and_is_named(clean_file, addon, capfd, monkeypatch):
+    """A limit can read back valid and still give NaN (an overflow, a model's bug; here every
+    ellipsoid's projection made to): bake keeps that bone's own rotations, report skips it,
+    live enforcement writes no NaN. (Absurd stored values are refused on load instead.)"""
     obj = _rig(addon)
     storage = addon.rig.io.storage
-    data = storage.read_limit(obj.pose.bones["a"]).to_dict()
-    data["model"]["params"]["position"] = data["model"]["params"]["position"] * 1e300
-    storage.write_limit(obj.pose.bones["a"], addon.limits.joint.JointLimit.from_dict(data))
+    obj.pose.bones["a"].joint_limit.model = "ellipsoid"  # (refits)
+    obj.pose.bones["b"].joint_limit.model = "kdop"
+    assert storage.read_limit(obj.pose.bones["a"]).model.kind == "ellipsoid"
+    broken = classmethod(lambda cls, shape, points: np.full(np.shape(points), np.nan))
+    monkeypatch.setattr(addon.limits.models.ellipsoid.EllipsoidLimit, "_project_shape", broken)
     limit_b = storage.read_limit(obj.pose.bones["b"])
     capfd.readouterr()
 
