@@ -71,8 +71,8 @@ def panel_picture(report, height=PANEL[0], width=PANEL[1]):
                 _square(panel, row, col, 0, 0.6 * np.asarray(KIND_COLOURS.get(entry["kind"], OTHER)))
     for i in order:
         entry = report["candidates"][i]
-        if entry.get("error"):
-            continue
+        if entry.get("error") or not (np.isfinite(entry["recall"]) and np.isfinite(entry["volume"])):
+            continue  # (nothing held out to measure it with: one sample, one clip)
         row, col = _to_pixel(entry["volume"], entry["recall"], height, width)
         if i == chosen:
             _square(panel, row, col, 4, (1.0, 1.0, 1.0))

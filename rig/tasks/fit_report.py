@@ -4,6 +4,7 @@ model, the held-out recall against the volume, as text for the panel, the CLI an
 block *Joint Limits Fit Report*."""
 
 import json
+import math
 
 from ...limits.fitting.cross_validation import VOLUME_PRICE
 from ...limits.fitting.tradeoff_picture import COLUMNS, tradeoff_picture
@@ -42,11 +43,16 @@ def _label(entry):
     return entry["kind"] + (f" {mode.lower().replace('_', '-')}" if mode else "")
 
 
+def _recall(value):
+    """A held-out recall as a percentage, or why there is none (nothing was held out: one sample)."""
+    return f"{value:.1%}" if math.isfinite(value) else "unmeasured"
+
+
 def chosen_line(report):
     """One line: the chosen model, its padding, held-out recall and volume."""
     best = report["candidates"][report["chosen"]]
     return (
-        f"{_label(best)}, padding {best['padding']:.3f} rad: held-out recall {best['recall']:.1%} "
+        f"{_label(best)}, padding {best['padding']:.3f} rad: held-out recall {_recall(best['recall'])} "
         f"(target {report['target']:.0%}), volume {best['volume']:.2%}"
     )
 
@@ -56,13 +62,17 @@ def report_lines(name, report):
     ``-`` missed the target)."""
     how = "clips" if report["by_clip"] else "time blocks of one clip"
     lines = [f"{name}: {report['folds']} folds by {how}; target recall {report['target']:.0%}"]
-    lines.append(f"  {'model':<26} {'padding':>8} {'recall':>8} {'volume':>8}")
+    if not any(math.isfinite(e.get("recall", math.nan)) for e in report["candidates"]):
+        lines.append("  (too few samples to hold any out: recall is unmeasured)")
+    lines.append(f"  {'model':<26} {'padding':>8} {'recall':>10} {'volume':>8}")
     for i, entry in enumerate(report["candidates"]):
         mark = "*" if i == report["chosen"] else (" " if entry["met"] else "-")
         if entry.get("error"):
             lines.append(f"{mark} {_label(entry):<26} {entry['error']}")
             continue
-        lines.append(f"{mark} {_label(entry):<26} {entry['padding']:>8.3f} {entry['recall']:>8.1%} {entry['volume']:>8.2%}")
+        lines.append(
+            f"{mark} {_label(entry):<26} {entry['padding']:>8.3f} {_recall(entry['recall']):>10} {entry['volume']:>8.2%}"
+        )
     return lines
 
 

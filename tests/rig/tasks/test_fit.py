@@ -78,3 +78,19 @@ def test_a_turning_root_keeps_its_heading_when_baked(clean_file, addon):
     root.joint_limit.enabled = True  # turned on by hand, it stays on through a refit
     root.joint_limit.target_recall = 0.95
     assert root.joint_limit.enabled
+
+
+def test_a_bone_sampled_on_one_frame_fits_with_auto_and_its_report_says_recall_is_unmeasured(clean_file, addon):
+    """One sample leaves nothing to hold out: the cross-validated fit still gives a limit around
+    it, and the report and its picture say so instead of failing on a NaN recall."""
+    obj = chain_rig()
+    pb = obj.pose.bones["lower"]
+    one = np.array([[0.95, 0.1, 0.2, 0.1]]) / np.linalg.norm([0.95, 0.1, 0.2, 0.1])
+    addon.rig.tasks.sample.store_clouds(obj, {"lower": one})
+    pb.joint_limit.model = "auto"
+    select_only(obj, ["lower"])
+    assert bpy.ops.pose.joint_limits_fit() == {"FINISHED"}
+    assert addon.rig.io.storage.read_limit(pb).contains(one).all()
+    report = bpy.data.texts[addon.rig.tasks.fit_report.TEXT_NAME].as_string()
+    assert "recall is unmeasured" in report and "nan" not in report
+    assert addon.rig.tasks.fit_report.PICTURE_NAME in bpy.data.images
