@@ -132,12 +132,7 @@ def new_action(obj, name):
     """A new empty action assigned nowhere, with a slot for ``obj`` where slots exist.
     Returns ``(action, channel_container)`` where the container has ``fcurves.new``."""
     action = bpy.data.actions.new(name)
-    if is_slotted(action) and hasattr(action.slots, "new"):
-        slot = action.slots.new(id_type="OBJECT", name=obj.name)
-        layer = action.layers.new("Layer")
-        strip = layer.strips.new(type="KEYFRAME")
-        return action, strip.channelbag(slot, ensure=True)
-    return action, action
+    return action, channels_of(obj, action)
 
 
 def channels_of(obj, action):

@@ -49,6 +49,11 @@ def copied_control(pose_bone):
     return None
 
 
+def limited_names(obj):
+    """Names of the bones of ``obj`` whose limit is on."""
+    return {pb.name for pb in obj.pose.bones if pb.joint_limit.enabled and pb.joint_limit.has_limit}
+
+
 def control_pairs(obj, limited):
     """``[(bone, control)]``, parents first, one bone per control: the bones named in ``limited``
     that copy a control (:func:`copied_control`), and below them the bones a switch hands from
@@ -119,8 +124,7 @@ def bake_to_controls(obj, scene, action, frames, name=None, progress=None):
     take their limited pose (see the module). Returns ``(baked action, keyed controls, switches)``;
     the source action is untouched and the new one is not assigned. Raises ``ValueError`` when
     no limited bone copies a control (bake the bones instead)."""
-    limited = {pb.name for pb in obj.pose.bones if pb.joint_limit.enabled and pb.joint_limit.has_limit}
-    pairs = control_pairs(obj, limited)
+    pairs = control_pairs(obj, limited_names(obj))
     if not pairs:
         raise ValueError(f"no limited bone of {obj.name!r} copies a control: bake its bones instead")
     bones, controls = [b for b, _ in pairs], [c for _, c in pairs]

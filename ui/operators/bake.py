@@ -45,7 +45,7 @@ class JOINTLIMITS_OT_bake(ActionFramesMixin, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         action = obj.animation_data.action
-        limited = {pb.name for pb in obj.pose.bones if pb.joint_limit.enabled and pb.joint_limit.has_limit}
+        limited = control_bake.limited_names(obj)
         if self.keys_on == "CONTROLS" or (self.keys_on == "AUTO" and control_bake.control_pairs(obj, limited)):
             return self._bake_controls(context, obj, action)
         skipped = SkippedBones()
