@@ -53,9 +53,12 @@ from ..geometry.quaternion import (
     quaternion_from_exp_map,
     quaternion_from_matrix,
     quaternion_multiply,
+    quaternion_rotate,
     quaternion_short_way,
 )
+from ..geometry.swing_twist import swing_twist_from_quaternion
 from .bone_names import CHAIN_JOINTS
+from .skeleton import armature_positions, armature_rotations
 
 #: Segment frame kinds (module docstring).
 FRAME_KINDS = ("BODY", "FORWARD", "UP")
@@ -80,6 +83,26 @@ BLENDER_UP = np.array([0.0, 0.0, 1.0])
 SNAP_DEGREES = 20.0
 #: A bone closer than this (cosine) to its frame's reference axis takes the other body axis.
 PARALLEL_COSINE = 0.99
+#: Which way a hinge's limb frames face: an elbow flexes towards its upper arm frame's +Z, a knee
+#: towards -Z (the frames' Z is forward; :mod:`.envelope` writes flexion about X).
+HINGE_FLEXION = {"elbow": 1.0, "knee": -1.0}
+#: Joints whose neutral is the rig's own neutral posture whichever way their bones point, and the
+#: neutral rotation (a matrix: bone frame in its parent's): a foot flat on the ground points
+#: forward from its shin (a quarter turn about X; feet bones slope down to the toes by rigs'
+#: taste), toes and hands straight on.
+NEUTRAL_AT_REST = {
+    "ankle": np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]),
+    "toe": np.eye(3),
+    "wrist": np.eye(3),
+}
+#: A hinge bent more than this in the neutral posture bends that way (degrees).
+HINGE_BEND_DEGREES = 3.0
+#: A hinge's bend direction is read from motion frames bent more than this (degrees) ...
+HINGE_MOTION_DEGREES = 20.0
+#: ... when there are at least this many of them ...
+HINGE_MOTION_FRAMES = 5
+#: ... and their bend directions agree (the length of their mean unit vector).
+HINGE_CONCENTRATION = 0.8
 
 
 def _unit(v, what):
@@ -174,6 +197,19 @@ def segment_frames(directions, kinds, body):
     return out
 
 
+def _rotation_between(a, b):
+    """The least rotation matrix ``(3, 3)`` turning direction ``a (3,)`` onto ``b (3,)``."""
+    a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
+    axis, cos = np.cross(a, b), float(np.dot(a, b))
+    if np.linalg.norm(axis) < EPS:
+        if cos > 0.0:
+            return np.eye(3)
+        other = np.eye(3)[int(np.argmin(np.abs(a)))]
+        axis = np.cross(a, other)
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + k + k @ k / (1.0 + cos) if cos > -1.0 + EPS else np.eye(3) + 2.0 * k @ k / np.dot(axis, axis)
+
+
 def _frames_as_quaternions(frame):
     return quaternion_from_matrix(np.asarray(frame, dtype=float))
 
@@ -223,21 +259,156 @@ class RigFrames:
         reader passes the direction to a zero-length bone's children instead.
     body : ndarray, shape (3, 3), optional
         The body axes (default: :func:`body_frame_from_rest`).
+    posture : array_like, shape (n, 4), optional
+        Local rotations of the rig's neutral posture when its rest pose is not one
+        (:func:`neutral_posture`): the frames are built on that posture and carried back to
+        the rest pose. Default: the rest pose is neutral.
+    motion : array_like, shape (F, n, 4), optional
+        Local rotations of motion the rig plays: where an elbow or knee is straight in the
+        neutral posture, the motion shows which way it bends (:func:`hinge_turns`).
+
+    ``assumed`` lists, in words, what the frames rest on (the hinges' bend directions).
     """
 
-    def __init__(self, skeleton, matches, directions=None, body=None):
+    def __init__(self, skeleton, matches, directions=None, body=None, posture=None, motion=None):
         self.skeleton = skeleton
         self.matches = dict(matches)
-        joints = [self.matches[name].joint if name in self.matches else None for name in skeleton.names]
-        self.body = body_frame_from_rest(skeleton.heads, joints) if body is None else np.asarray(body, dtype=float)
+        self.assumed = []
         if directions is None:
             directions = matrix_from_quaternion(skeleton.rest_rotations)[:, :, 1]
         directions = np.asarray(directions, dtype=float).reshape(-1, 3)
+        heads, delta = skeleton.heads, None
+        if posture is not None:
+            posture = as_quaternions(posture, "posture").reshape(len(skeleton), 4)
+            delta = quaternion_multiply(armature_rotations(skeleton, posture), quaternion_conjugate(skeleton.rest_rotations))
+            heads = armature_positions(skeleton, posture)[0]
+            directions = quaternion_rotate(delta, directions)
+        joints = [self.matches[name].joint if name in self.matches else None for name in skeleton.names]
+        self.body = body_frame_from_rest(heads, joints) if body is None else np.asarray(body, dtype=float)
         self.bones = [b for b, name in enumerate(skeleton.names) if name in self.matches]
         kinds = [JOINT_FRAMES[self.matches[skeleton.names[b]].base] for b in self.bones]
         parents = skeleton.parents[self.bones]
         self.bone_frames = segment_frames(directions[self.bones], [k[0] for k in kinds], self.body)
         self.parent_frames = segment_frames(directions[parents], [k[1] for k in kinds], self.body)
+        bent = self._bent_hinges(directions)
+        posed = np.tile(np.eye(3), (len(skeleton), 1, 1))
+        if delta is not None:  # carried back to the rest pose with each bone
+            posed = matrix_from_quaternion(delta)
+            self.bone_frames = np.swapaxes(posed[self.bones], -1, -2) @ self.bone_frames
+            self.parent_frames = np.swapaxes(posed[parents], -1, -2) @ self.parent_frames
+        moving = self._moving_hinges(motion) if motion is not None else {}
+        turns = {}
+        for joint, b, limb in self._hinges():
+            base = self.matches[self.skeleton.names[b]].base
+            if joint in moving:
+                turn, count = moving[joint]
+                self.assumed.append(
+                    f"{joint} bends the way the motion bends it ({count} frames; {np.degrees(turn):+.0f} degrees)"
+                )
+            elif joint in bent:
+                turn = bent[joint]
+                self.assumed.append(f"{joint} bends the way it is bent at rest ({np.degrees(turn):+.0f} degrees)")
+            else:
+                self.assumed.append(f"{joint} is straight at rest: assumed to bend {'forward' if base == 'elbow' else 'back'}")
+                continue
+            turns.update(dict.fromkeys(limb, turn))
+        self._turn(turns, parents)
+        self._chained(posed, parents, directions)
+
+    def _hinges(self):
+        """``[(joint, hinge bone, limb bones)]`` for every matched elbow and knee: the limb
+        bones (upper arm, forearm, hand; thigh, shin) share the hinge's bend direction."""
+        out = []
+        for b in self.bones:
+            match = self.matches[self.skeleton.names[b]]
+            p = self.skeleton.parents[b]
+            if match.base not in HINGE_FLEXION or p < 0 or p not in self.bones:
+                continue
+            out.append((match.joint, b, [p, b]))
+        return out
+
+    def _turn_towards(self, joint_bone, flexion_direction, frame):
+        """The turn about ``frame``'s Y that makes the hinge bone's flexion go towards
+        ``flexion_direction`` (armature space; :data:`HINGE_FLEXION`)."""
+        target = HINGE_FLEXION[self.matches[self.skeleton.names[joint_bone]].base] * flexion_direction
+        return float(np.arctan2(np.dot(target, frame[:, 0]), np.dot(target, frame[:, 2])))
+
+    def _bent_hinges(self, directions):
+        """``{joint: turn}``: for an elbow or knee bent in the neutral posture (``directions``
+        posed as the frames were built), the turn about their own Y that gives its limb's frames
+        that bend."""
+        out = {}
+        for joint, b, (p, _) in self._hinges():
+            u, f = directions[p] / np.linalg.norm(directions[p]), directions[b] / np.linalg.norm(directions[b])
+            bend = f - np.dot(f, u) * u
+            if np.degrees(np.arcsin(min(1.0, np.linalg.norm(bend)))) < HINGE_BEND_DEGREES or np.dot(f, u) < 0.0:
+                continue
+            out[joint] = self._turn_towards(b, bend / np.linalg.norm(bend), self.bone_frames[self.bones.index(p)])
+        return out
+
+    def _moving_hinges(self, motion):
+        """``{joint: (turn, frames)}`` as :meth:`_bent_hinges`, from the direction ``motion
+        (F, n, 4)`` bends each elbow and knee: over :data:`HINGE_MOTION_FRAMES` frames bent more
+        than :data:`HINGE_MOTION_DEGREES`, their directions agreeing
+        (:data:`HINGE_CONCENTRATION`) and within a quarter turn of the way the hinge bends on a
+        body (a knee bending forward is a skeleton's odd bone, not a bend)."""
+        motion = as_quaternions(motion, "motion").reshape(-1, len(self.skeleton), 4)
+        out = {}
+        for joint, b, _ in self._hinges():
+            swing, _ = swing_twist_from_quaternion(self.anatomical(self.skeleton.names[b], motion[:, b]))
+            v = exp_map_from_quaternion(quaternion_short_way(swing))
+            angle = np.linalg.norm(v, axis=-1)
+            bent = angle > np.radians(HINGE_MOTION_DEGREES)
+            if bent.sum() < HINGE_MOTION_FRAMES:
+                continue
+            axis = np.mean(v[bent] / angle[bent, None], axis=0)
+            if np.linalg.norm(axis) < HINGE_CONCENTRATION:
+                continue
+            flexion_axis = 0.0 if HINGE_FLEXION[self.matches[self.skeleton.names[b]].base] > 0 else np.pi
+            turn = float(np.angle(np.exp(1j * (flexion_axis - np.arctan2(axis[2], axis[0])))))
+            if abs(turn) <= np.pi / 2:
+                out[joint] = (turn, int(bent.sum()))
+        return out
+
+    def _chained(self, posed, parents, directions):
+        """Frames that follow from the parent's, in the neutral posture (``posed`` ``(n, 3, 3)``:
+        each bone's turn from rest to it; ``directions`` posed): a forearm's or shin's is its
+        parent's swung onto the bone (an elbow or knee has no twist of its own at rest), a
+        foot's, toe's or hand's its parent's turned by the joint's neutral rotation
+        (:data:`NEUTRAL_AT_REST`: a foot flat, toes and hand straight, however the bones point)."""
+        for k, b in enumerate(self.bones):
+            base, p = self.matches[self.skeleton.names[b]].base, parents[k]
+            if p < 0 or (base not in NEUTRAL_AT_REST and base not in HINGE_FLEXION):
+                continue
+            parent = posed[p] @ self.parent_frames[k]
+            if base in HINGE_FLEXION:
+                frame = _rotation_between(parent[:, 1], directions[b]) @ parent
+            else:
+                frame = parent @ NEUTRAL_AT_REST[base]
+            self.bone_frames[k] = posed[b].T @ frame
+            for j, other in enumerate(parents):
+                if other == b:
+                    self.parent_frames[j] = self.bone_frames[k]
+
+    def _turn(self, turns, parents):
+        """Turn the frames of the bones in ``turns`` (``{bone: angle}``) about their own Y."""
+        if not turns:
+            return
+
+        def about_y(angle):
+            c, s = np.cos(angle), np.sin(angle)
+            return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+        for k, (b, p) in enumerate(zip(self.bones, parents)):
+            if b in turns:
+                self.bone_frames[k] = self.bone_frames[k] @ about_y(turns[b])
+            if p in turns:
+                self.parent_frames[k] = self.parent_frames[k] @ about_y(turns[p])
+
+    def frames_of(self, name):
+        """``(rest rotation (4,), segment frame (3, 3), parent's segment frame (3, 3))`` of the
+        matched bone ``name``."""
+        return self._at(name)
 
     def _at(self, name):
         k = self.bones.index(self.skeleton.index(name))

@@ -10,6 +10,7 @@ from .ellipsoid import EllipsoidLimit
 from .euler_box import EulerBoxLimit
 from .kdop import KDopLimit
 from .oriented_box import OrientedBoxLimit
+from .reach_cone import ReachConeLimit
 from .sdf.grid import SdfGridLimit
 from .sinus.texture import SinusTextureLimit
 from .surface.quaternion_surface import QuaternionSurfaceLimit
@@ -23,4 +24,5 @@ MODELS = (
     SdfGridLimit,
     SinusTextureLimit,
     QuaternionSurfaceLimit,
+    ReachConeLimit,
 )

@@ -10,7 +10,8 @@ Parameters (per shape; concatenated ``[swing, twist]`` in SWING_TWIST mode): ``m
 
 Projection clamps each coordinate: for a box this is exactly the nearest point (Euclidean).
 Large unstacked SWING_TWIST batches about +Y clamp the three coordinates that can move on
-their own arrays (:func:`_clamp_bone_axis_swing_twist`, the generic path's results bit for bit):
+their own arrays (:func:`_clamp_bone_axis_swing_twist`, the generic path's results, to the last bit
+but for numpy's vector and scalar loops):
 the generic path's ``(n, 3)`` point arrays would keep that case under the 5 M rotations/s on
 one core the projection benchmark asks for.
 """

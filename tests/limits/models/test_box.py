@@ -10,7 +10,8 @@ from limits.registry import model_class
 
 def test_box_swing_twist_component_path_equals_the_generic_one(monkeypatch):
     """Large SWING_TWIST box projections about +Y clamp on component arrays: the generic
-    pipeline's results bit for bit (rotations and moved flags), on uniform, near, tiny,
+    pipeline's results (the moved flags exactly, rotations to 1e-14: numpy's vector and scalar
+    loops may differ in the last bit, depending on where an array sits), on uniform, near, tiny,
     identity, pure swing / twist, half-turn, huge and non-finite rows, in one and several
     batches."""
     from limits.models.box import BoxLimit
@@ -42,6 +43,6 @@ def test_box_swing_twist_component_path_equals_the_generic_one(monkeypatch):
         generic = [model._project(x) for x in queries]
     for (rotations, moved), (rotations_generic, moved_generic) in zip(fast, generic, strict=True):
         assert rotations.shape == rotations_generic.shape and moved.shape == moved_generic.shape
-        assert np.array_equal(rotations.view(np.int64), rotations_generic.view(np.int64))
+        np.testing.assert_allclose(rotations, rotations_generic, rtol=1e-14, atol=1e-14)
         assert np.array_equal(moved, moved_generic)
         assert 0 < moved.sum() < moved.size

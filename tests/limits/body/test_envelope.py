@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""limits/body/envelope.py, limits/body/neutral.py and the reach cone on a rig's anatomical frames:
+the human envelope accepts motion inside the references and refuses the impossible set, on
+T-pose, A-pose, rolled, Y-up and rest-not-neutral rigs (numpy only)."""
+
+import humanoid_variants as hv
+import numpy as np
+import pytest
+
+import limits
+from limits.body import envelope
+from limits.body.bone_names import match_joints
+from limits.body.neutral import neutral_posture, rest_problems
+from limits.body.retarget import RigFrames
+from limits.body.skeleton import (
+    Skeleton,
+    armature_positions,
+    armature_rotations,
+    humanoid_skeleton,
+    local_from_armature_rotations,
+)
+from limits.geometry.quaternion import quaternion_from_exp_map, quaternion_multiply, quaternion_rotate
+from limits.models.reach_cone import ReachConeLimit
+
+JOINTS = sorted(envelope.RANGES)
+
+
+def sided(joint):
+    return [joint] if joint in ("spine", "neck") else [f"{joint}.L", f"{joint}.R"]
+
+
+ALL_JOINTS = [j for base in JOINTS for j in sided(base)]
+
+
+def inside_motion(joint, count, rng, share=0.9):
+    """Anatomical rotations of ``joint`` spread over its references (``share`` of each extent)."""
+    rng_ = envelope.range_of(joint)
+    out = []
+    (a, b), twist = rng_.cross, envelope._AXIS_INDEX[rng_.twist]
+    for _ in range(count):
+        v = np.zeros(3)
+        phi = rng.uniform(0, 2 * np.pi)
+        cross = np.array([np.cos(phi), np.sin(phi)])
+        extent = np.degrees(envelope._swing_extent(rng_, np.array(phi))) - envelope.MARGIN_DEGREES
+        v[envelope._AXIS_INDEX[a]], v[envelope._AXIS_INDEX[b]] = cross * rng.uniform(0, share) * max(extent, 0.0)
+        low, high = rng_.twist_range
+        t = rng.uniform(-low, high) * share
+        swing = quaternion_from_exp_map(np.radians(v))
+        turn = np.zeros(3)
+        turn[twist] = np.radians(t)
+        out.append(quaternion_multiply(swing, quaternion_from_exp_map(turn)))
+    v = limits.geometry.quaternion.exp_map_from_quaternion(np.array(out))
+    return envelope.motion(joint, np.degrees(v))
+
+
+@pytest.mark.parametrize("joint", ALL_JOINTS)
+def test_the_envelope_holds_its_samples_and_motion_within_the_references(joint):
+    assert envelope.degrees_outside(joint, envelope.envelope_samples(joint)).max() < 1e-6
+    assert envelope.degrees_outside(joint, inside_motion(joint, 300, np.random.default_rng(1))).max() < 1e-6
+
+
+def test_every_impossible_pose_is_far_outside_the_envelope():
+    poses = envelope.impossible_poses()
+    assert {envelope.base_of(p.joint) for p in poses} == set(JOINTS)  # every joint has some
+    for pose in poses:
+        assert envelope.degrees_outside(pose.joint, pose.anatomical()) > 15.0, pose.words
+
+
+def test_the_right_side_is_the_left_mirrored():
+    rng = np.random.default_rng(2)
+    v = rng.normal(scale=60.0, size=(500, 3))
+    for base in JOINTS:
+        if base in ("spine", "neck"):
+            continue
+        left = envelope.motion(f"{base}.L", v)
+        right = envelope.motion(f"{base}.R", v)
+        np.testing.assert_allclose(
+            envelope.degrees_outside(f"{base}.L", left), envelope.degrees_outside(f"{base}.R", right), atol=1e-6
+        )
+        # a mirror image: X kept, Y and Z flipped
+        mirrored = left * np.array([1.0, 1.0, -1.0, -1.0])
+        np.testing.assert_allclose(np.abs(np.sum(mirrored * right, axis=-1)), 1.0, atol=1e-9)
+
+
+def test_references_read_as_clinicians_write_them():
+    def out(joint, vector):
+        return float(envelope.degrees_outside(joint, envelope.motion(joint, vector)))
+
+    assert out("knee.L", (-140.0, 0, 0)) == 0.0 and out("knee.L", (15.0, 0, 0)) > 4.0  # flexion, hyperextension
+    assert out("elbow.R", (140.0, 0, 0)) == 0.0 and out("elbow.R", (-20.0, 0, 0)) > 9.0
+    assert out("hip.L", (110.0, 0, 0)) == 0.0 and out("hip.L", (-50.0, 0, 0)) > 9.0  # flexion, extension
+    assert out("hip.R", (0, 0, 50.0)) == 0.0 and out("hip.R", (0, 0, -50.0)) > 9.0  # abduction, adduction
+    assert out("spine", (0, 50.0, 0)) == 0.0 and out("spine", (0, 70.0, 0)) > 14.0  # rotation
+    assert out("ankle.L", (-55.0, 0, 0)) == 0.0 and out("ankle.L", (-75.0, 0, 0)) > 9.0  # plantarflexion
+
+
+def _rig_variants():
+    """Skeletons of one body: the embedded humanoid, a T-pose with Rigify names, an A-pose with
+    Mixamo names and rolled bones, and the humanoid built Y-up."""
+    out = {"humanoid": humanoid_skeleton()}
+    out["t_pose_rigify"] = hv.humanoid_variant(limits, hv.rigify_name)[0]
+    out["a_pose_rolled_mixamo"] = hv.humanoid_variant(limits, hv.mixamo_name, arms_down_deg=45.0, roll_seed=3)[0]
+    s = humanoid_skeleton()
+    turn = quaternion_from_exp_map(np.array([-np.pi / 2, 0.0, 0.0]))  # Z up -> Y up
+    out["y_up"] = Skeleton(
+        s.names,
+        s.parents,
+        quaternion_rotate(turn, s.heads),
+        quaternion_rotate(turn, s.tails),
+        quaternion_multiply(turn, s.rest_rotations),
+    )
+    return out
+
+
+RIGS = _rig_variants()
+
+
+def _cones(skeleton, frames):
+    """``{bone: (joint, reach cone)}`` fitted as the preset fits them: the envelope's samples
+    turned into each matched bone's basis, in its anatomical frames."""
+    out = {}
+    for name, match in frames.matches.items():
+        basis = frames.basis(name, envelope.envelope_samples(match.joint))
+        left, right = envelope.cone_frames(match.joint, *frames.frames_of(name))
+        out[name] = (match.joint, ReachConeLimit.fit(basis, padding=0.0, frame_left=left, frame_right=right))
+    return out
+
+
+@pytest.mark.parametrize("rig", list(RIGS))
+def test_cones_on_any_rig_accept_motion_inside_and_refuse_the_impossible_set(rig):
+    skeleton = RIGS[rig]
+    frames = RigFrames(skeleton, match_joints(skeleton.names, skeleton.parents)[0])
+    cones = _cones(skeleton, frames)
+    assert {j for j, _ in cones.values()} >= set(ALL_JOINTS)  # every joint of the body is limited
+    rng = np.random.default_rng(4)
+    for name, (joint, cone) in cones.items():
+        basis = frames.basis(name, inside_motion(joint, 200, rng))
+        assert cone.contains(basis).all(), (rig, name)
+        for pose in envelope.impossible_poses():
+            if pose.joint == joint:
+                assert not cone.contains(frames.basis(name, pose.anatomical()[None]))[0], (rig, name, pose.words)
+
+
+def test_a_rest_pose_that_is_not_neutral_is_found_and_a_neutral_one_taken_from_the_motion():
+    body = humanoid_skeleton()
+    matches = match_joints(body.names, body.parents)[0]
+    assert rest_problems(body, matches) == []
+    rng = np.random.default_rng(5)
+    # rest the same body in a pose: legs and arms raised, spine bent (as Bandai's clips rest)
+    rest_pose = np.tile([1.0, 0.0, 0.0, 0.0], (len(body), 1))
+    for name, vector in (
+        ("thigh.L", (2.6, 0, 0)),
+        ("thigh.R", (2.6, 0, 0)),
+        ("upper_arm.L", (0, 0, 1.4)),
+        ("spine", (0.9, 0, 0)),
+    ):
+        rest_pose[body.index(name)] = quaternion_from_exp_map(np.array(vector))
+    heads, tails = armature_positions(body, rest_pose)
+    posed = Skeleton(body.names, body.parents, heads, tails, armature_rotations(body, rest_pose))
+    problems = rest_problems(posed, matches)
+    assert any("thigh.L" in p for p in problems) and any("upper_arm.L" in p for p in problems)
+    # motion: neutral standing once, then joints turned inside their references
+    motion = np.tile([1.0, 0.0, 0.0, 0.0], (40, len(body), 1))
+    plain = RigFrames(body, matches)
+    for name, match in plain.matches.items():
+        motion[1:, body.index(name)] = plain.basis(name, inside_motion(match.joint, 39, rng, share=0.5))
+    on_posed = local_from_armature_rotations(posed, armature_rotations(body, motion))
+    frame, posture = neutral_posture(posed, matches, on_posed)
+    assert frame == 0
+    frames = RigFrames(posed, matches, posture=posture)
+    for name in plain.matches:
+        np.testing.assert_allclose(
+            np.abs(
+                np.sum(
+                    frames.anatomical(name, on_posed[:, posed.index(name)]) * plain.anatomical(name, motion[:, body.index(name)]),
+                    axis=-1,
+                )
+            ),
+            1.0,
+            atol=1e-9,
+        )
+
+
+def test_a_hinge_straight_at_rest_bends_the_way_the_motion_bends_it():
+    body = hv.humanoid_variant(limits, hv.rigify_name)[0]  # T-pose: elbows straight
+    matches = match_joints(body.names, body.parents)[0]
+    plain = RigFrames(body, matches)
+    name = next(n for n, m in matches.items() if m.joint == "elbow.L")
+    tilt = np.radians(35.0)  # the rig's elbow flexes about an axis 35 degrees off the frame's X
+    angles = np.radians(np.linspace(10.0, 130.0, 40))
+    anatomical = quaternion_from_exp_map(angles[:, None] * np.array([np.cos(tilt), 0.0, np.sin(tilt)]))
+    motion = np.tile([1.0, 0.0, 0.0, 0.0], (40, len(body), 1))
+    motion[:, body.index(name)] = plain.basis(name, anatomical)
+    frames = RigFrames(body, matches, motion=motion)
+    v = limits.geometry.quaternion.exp_map_from_quaternion(frames.anatomical(name, motion[:, body.index(name)]))
+    np.testing.assert_allclose(v[:, 2], 0.0, atol=1e-6)  # flexion about X alone
+    np.testing.assert_allclose(v[:, 0], angles, atol=1e-6)
+    assert any("elbow.L bends the way the motion bends it" in a for a in frames.assumed)
