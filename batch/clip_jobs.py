@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..limits.body.bone_names import match_joints
+from ..limits.body.preset import load_preset, preset_limits
 from ..limits.constants import INSIDE_TOLERANCE
 from ..rig.io.bvh_file import read_bvh
 from .clips import ClipRef
@@ -33,6 +35,24 @@ def _limits(path):
         _limit_sets.clear()
         _limit_sets[key] = read_limit_set(path)
     return _limit_sets[key]
+
+
+#: A limits path of this form checks each clip against a preset fitted to its own skeleton.
+PRESET_PREFIX = "preset:"
+
+
+def clip_limits(clip, limits_path):
+    """``(limits {joint: JointLimit}, assumed)`` to check ``clip`` against: the limit set at
+    ``limits_path``, or for ``"preset:<name>"`` the preset on the clip's own skeleton (its frames
+    read from its rest pose, or from its motion when the rest pose is not a standing one)."""
+    if not str(limits_path).startswith(PRESET_PREFIX):
+        return _limits(limits_path), []
+    preset = load_preset(str(limits_path)[len(PRESET_PREFIX) :])
+    skeleton = clip.skeleton()
+    motion = clip.local_rotations()
+    motion[~np.all(np.isfinite(motion), axis=-1)] = (1.0, 0.0, 0.0, 0.0)
+    matches, _ = match_joints(skeleton.names, skeleton.parents)
+    return preset_limits(skeleton, matches, preset, motion)
 
 
 def write_atomic(path, data):
@@ -114,7 +134,7 @@ def _violations(clip, limits):
     return rows, unlimited
 
 
-def _report(clip, rows, unlimited, job):
+def _report(clip, rows, unlimited, job, assumed=()):
     bones, out_any, worst = [], np.zeros(clip.frame_count, dtype=bool), None
     for _, name, _, _, v in rows:
         out = v > INSIDE_TOLERANCE
@@ -140,6 +160,7 @@ def _report(clip, rows, unlimited, job):
         "worst": worst,
         "bones": bones,
         "joints_without_limit": sorted(unlimited),
+        **({"assumed": list(assumed)} if assumed else {}),
     }
 
 
@@ -148,8 +169,9 @@ def check_clip(ref, limits_path):
     limited bone the frames out of its limit and the worst violation (degrees) and its frame;
     over the clip the frames with any bone out, the bones out, and the worst violation."""
     clip = open_clip(ref)
-    rows, unlimited = _violations(clip, _limits(limits_path))
-    return _report(clip, rows, unlimited, "check")
+    limits, assumed = clip_limits(clip, limits_path)
+    rows, unlimited = _violations(clip, limits)
+    return _report(clip, rows, unlimited, "check", assumed)
 
 
 def clean_clip(ref, limits_path, out_path):
@@ -157,14 +179,15 @@ def clean_clip(ref, limits_path, out_path):
     rate; only the rotation channels of the frames out of a limit are rewritten). Returns the
     check report of the input, with ``"output"``."""
     clip = open_clip(ref)
-    rows, unlimited = _violations(clip, _limits(limits_path))
+    limits, assumed = clip_limits(clip, limits_path)
+    rows, unlimited = _violations(clip, limits)
     changes = {}
     for j, _, limit, q, v in rows:
         frames = np.flatnonzero(v > INSIDE_TOLERANCE)
         if len(frames):
             changes[j] = (frames, limit.project(q[frames]))
     clip.write_limited(changes, out_path)
-    report = _report(clip, rows, unlimited, "clean")
+    report = _report(clip, rows, unlimited, "clean", assumed)
     report["output"] = Path(out_path).name
     return report
 

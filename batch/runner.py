@@ -38,6 +38,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from ..limits.body.preset import PRESET_DIR, PRESETS, load_preset
 from . import clip_jobs, sample_cache, worker_boot
 from .clips import ClipRef, collect_clips
 from .limit_set import limit_set_text, read_limit_set
@@ -243,6 +244,7 @@ def run_batch(
     scheduler=None,
     pictures=False,
     symmetry=True,
+    preset=None,
 ):
     """Run ``job`` over the clips ``inputs`` (folders, globs, files, ``file.blend:Action``)
     into the folder ``output``; returns ``(summary dict, stats)`` where stats (not written
@@ -255,7 +257,9 @@ def run_batch(
     local processes. ``symmetry`` (fit): left/right bones learn from each other's samples seen
     in the mirror (:func:`..limits.body.symmetry.learn_from_both_sides`; the first clip's skeleton
     says which bones mirror). .blend and FBX clips replace the file open in this process (one job).
-    ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib)."""
+    ``pictures`` (check, clean): draw ``summary.png`` (:mod:`.summary_pictures`, matplotlib).
+    ``preset`` (check, clean): instead of ``limits``, a preset's name (``"human"``): each clip is
+    checked against the preset fitted to its own skeleton, no fit needed."""
     stream = stream or sys.stderr
     if job not in JOBS:
         raise ValueError(f"batch job must be one of {', '.join(JOBS)}, got {job!r}")
@@ -272,12 +276,21 @@ def run_batch(
     clips = collect_clips(inputs)
     output = Path(output)
     limits_sha = None
+    if job == "fit" and preset:
+        raise ValueError("--preset goes with batch check and clean (a fit learns from the clips)")
     if job != "fit":
-        if not limits:
-            raise ValueError(f"batch {job} needs --limits FILE (a limit set written by batch fit)")
-        read_limit_set(limits)  # refuse a bad file before any clip runs
-        limits = str(Path(limits).resolve())
-        limits_sha = _sha256(limits)
+        if bool(limits) == bool(preset):
+            raise ValueError(f"batch {job} needs --limits FILE (a limit set written by batch fit) or --preset NAME, one of them")
+        if preset:
+            path = PRESET_DIR / PRESETS[preset] if preset in PRESETS else None
+            if path is None:
+                raise ValueError(f"no preset named {preset!r} (presets: {', '.join(sorted(PRESETS))})")
+            load_preset(preset)  # refuse a damaged file before any clip runs
+            limits, limits_sha = f"{clip_jobs.PRESET_PREFIX}{preset}", _sha256(path)
+        else:
+            read_limit_set(limits)  # refuse a bad file before any clip runs
+            limits = str(Path(limits).resolve())
+            limits_sha = _sha256(limits)
     output.mkdir(parents=True, exist_ok=True)
     reports_dir, clips_dir, samples_dir = output / "reports", output / "clips", output / "samples"
     for folder, used in ((reports_dir, job != "fit"), (clips_dir, job == "clean"), (samples_dir, job == "fit")):

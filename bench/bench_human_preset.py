@@ -64,7 +64,7 @@ def main():
     print(
         f"{path.name}: {path.stat().st_size / 1024:.0f} kB, {len(preset.joints)} joints, {sum(len(v) for v in preset.joints.values())} rotations"
     )
-    print(f"left out: {', '.join(f'{j} ({why})' for j, why in preset.not_in_preset.items())}")
+    print(f"learnt from: {', '.join(s['file'] for s in preset.info.get('sources', []))}")
 
     bpy.ops.wm.read_homefile(use_empty=True)
     obj, skeleton, _ = build(lambda n: n)

@@ -123,6 +123,12 @@ def _parser():
     sp.add_argument("--output", required=True, metavar="DIR", help="folder for the outputs (made if missing)")
     sp.add_argument("--limits", metavar="FILE", help="limit set to check or clean against (a batch fit's limits.json)")
     sp.add_argument(
+        "--preset",
+        choices=("human",),
+        help="check, clean: against a human body instead of a limit set: the human preset (clinical ranges of motion "
+        "with the shapes real motion shows) on each clip's own skeleton; no fit needed",
+    )
+    sp.add_argument(
         "--model",
         default="auto",
         choices=[kind for kind, _, _ in kinds],

@@ -182,6 +182,7 @@ def cli_batch(args):
         scheduler=args.scheduler,
         pictures=args.pictures,
         symmetry=not args.sides_apart,
+        preset=args.preset,
     )
     print(
         f"batch {args.job}: {summary['clips_done']} of {summary['clips_total']} clips done, {summary['clips_failed']} failed; see {Path(args.output) / 'summary.md'}"

@@ -108,3 +108,49 @@ def same_pose(lib, t_skeleton, t_basis, variant, rolls):
     armature orientation is the T-pose rig's times the bone's roll."""
     pose = lib.body.skeleton.armature_rotations(t_skeleton, t_basis)
     return lib.body.skeleton.local_from_armature_rotations(variant, lib.geometry.quaternion.quaternion_multiply(pose, rolls))
+
+
+def y_up(lib, skeleton):
+    """``skeleton`` built Y-up (as a BVH file is) instead of Blender's Z-up."""
+    q = lib.geometry.quaternion
+    turn = q.quaternion_from_exp_map(np.array([-np.pi / 2, 0.0, 0.0]))
+    return lib.body.skeleton.Skeleton(
+        skeleton.names,
+        skeleton.parents,
+        q.quaternion_rotate(turn, skeleton.heads),
+        q.quaternion_rotate(turn, skeleton.tails),
+        q.quaternion_multiply(turn, skeleton.rest_rotations),
+    )
+
+
+#: A rest pose that is not a standing one (as Bandai's BVH clips rest): thighs raised past the
+#: horizontal, an arm up beside the head, the spine bent (rotation vectors of the basis).
+NOT_STANDING = {"thigh.L": (2.6, 0, 0), "thigh.R": (2.6, 0, 0), "upper_arm.L": (0, 0, 1.4), "spine": (0.9, 0, 0)}
+
+
+def rested_in_pose(lib, skeleton, pose=NOT_STANDING):
+    """``skeleton`` rebuilt with a posed rest (``pose``: bone name -> basis rotation vector)."""
+    sk = lib.body.skeleton
+    local = np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))
+    for name, vector in pose.items():
+        local[skeleton.index(name)] = lib.geometry.quaternion.quaternion_from_exp_map(np.array(vector, dtype=float))
+    heads, tails = sk.armature_positions(skeleton, local)
+    return sk.Skeleton(skeleton.names, skeleton.parents, heads, tails, sk.armature_rotations(skeleton, local))
+
+
+def envelope_motion(lib, joint, count, rng, share=0.9):
+    """Anatomical rotations ``(count, 4)`` of ``joint`` spread over its references (up to
+    ``share`` of each extent, the twist too), as :mod:`limits.body.envelope` writes them."""
+    env, q = lib.body.envelope, lib.geometry.quaternion
+    ranges = env.range_of(joint)
+    a, b = (env._AXIS_INDEX[k] for k in ranges.cross)
+    phi = rng.uniform(0, 2 * np.pi, count)
+    extent = np.degrees(env._swing_extent(ranges, phi)) - env.MARGIN_DEGREES
+    reach = rng.uniform(0, share, count) * np.maximum(extent, 0.0)
+    swing = np.zeros((count, 3))
+    swing[:, a], swing[:, b] = reach * np.cos(phi), reach * np.sin(phi)
+    low, high = ranges.twist_range
+    turn = np.zeros((count, 3))
+    turn[:, env._AXIS_INDEX[ranges.twist]] = rng.uniform(-low, high, count) * share
+    m = q.quaternion_multiply(q.quaternion_from_exp_map(np.radians(swing)), q.quaternion_from_exp_map(np.radians(turn)))
+    return env.motion(joint, np.degrees(q.exp_map_from_quaternion(m)))

@@ -58,7 +58,7 @@ def test_validate_build_and_install_the_zip(tmp_path):
     assert len(result["zips"]) == 1
     names = result["names"]
     assert "blender_manifest.toml" in names and "limits/geometry/quaternion.py" in names and "LICENSE" in names
-    assert "rig/tasks/preset_data/human_rom.json" in names, "the human preset ships in the zip"
+    assert "limits/body/preset_data/human_rom.json" in names, "the human preset ships in the zip"
     assert not any(n.endswith(".zip") for n in names)
     assert not any(
         n.startswith(("tests/", "bench/", "tools/", ".ci/", ".hypothesis/", ".venv", "requirements")) or "__pycache__" in n

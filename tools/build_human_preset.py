@@ -1,36 +1,20 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Build ``rig/tasks/preset_data/human_rom.json``, the human preset, from CMU's range-of-motion take 143_21.
+"""Build ``limits/body/preset_data/human_rom.json``: the shapes real motion shows beyond the human envelope.
 
-    .venv/bin/python tools/build_human_preset.py PATH/TO/143_21.bvh [--output rig/tasks/preset_data/human_rom.json]
+    .venv/bin/python tools/build_human_preset.py CLIP.bvh [CLIP.bvh ...] [--output limits/body/preset_data/human_rom.json]
 
-Reads the clip with the project's BVH reader (:mod:`batch.bvh_file`: the rotations a rig
-imported with Blender's importer would have), matches its bones to anatomical joints
-(:mod:`limits.bone_names`), turns every frame into anatomical rotations
-(:mod:`limits.retarget`) and keeps every ``--step``-th frame, rounded, with where they came from.
-The clip itself is not stored. What it does about the take's quirks (its README):
-
-- frame 1 is the all-zero T-pose before the motion starts: dropped;
-- the solver hands rotation back and forth between ``Neck``, ``Neck1`` and ``Head`` on some
-  frames (100-170 degrees): the neck joint is the whole chain's rotation (head against chest),
-  which is smooth through them (at most 4 degrees a frame);
-- the head's solved frame is turned about 178 degrees from the skeleton's rest on every frame
-  (other CMU takes of the same skeleton: 17-22 degrees), a constant error of the head's own
-  frame: ``--recentre neck`` (the default) takes the take's mean head orientation as neutral
-  (right-multiplies by its inverse) and records what it removed;
-- the hands only roll with the forearm (CMU's hand is solved from the forearm's markers: no
-  flexion or deviation at the wrist, and the elbow is a hinge with no roll): the wrist's roll
-  (its twist about the forearm) is added to the elbow's samples, frame by frame, since rigs put
-  the forearm's roll on either bone, and the wrists are left out (a limit learnt from a wrist
-  that never bends would forbid bending it);
-- in the deep squat (frames 1720-1853) the solver turns the right thigh out, up and back
-  (129 degrees from straight down, while the left one flexes 81 degrees forward and the knees
-  bend alike): ``--drop hip.R:1720-1853`` (the default) leaves those frames out of the right
-  hip, found as the frames where the thighs, mirrored, differ by more than 30 degrees during
-  the squat;
-- a joint that never turns (the clavicles, ``LeftShoulder``, are all zero) has no range to
-  learn: left out and listed under ``not_in_preset``;
-- single-frame spikes (more than ``SPIKE_DEGREES`` from both neighbours, at 120 fps) are
-  dropped per joint and counted.
+The human preset is the human envelope (``limits/body/envelope.py``: published ranges of
+motion) joined with what this file holds: for every anatomical joint, the rotations real motion
+capture reached *beyond* the envelope, by at most ``--beyond`` degrees (how joints couple where
+the references measure one plane at a time: an arm across the chest, a squat's ankle). Further
+than that is taken for a solver's error (CMU 143_21's head turned 110 degrees on every frame),
+not a body. Each clip is read with the project's BVH reader (:mod:`rig.io.bvh_file`: the
+rotations a rig imported with Blender's importer would have), matched to joints by name
+(:mod:`limits.body.bone_names`) and turned into anatomical rotations on its own neutral posture
+(:func:`limits.body.neutral.motion_frames`: the rest pose, or the motion's most neutral frame
+when the rest is not a standing one, as Bandai's is). Single-frame spikes (more than
+``SPIKE_DEGREES`` from both neighbours) are dropped. The clips themselves are not stored; the
+file lists them with their licences.
 """
 
 import argparse
@@ -43,21 +27,20 @@ import blender_session
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-#: A frame further than this from both neighbours is a solver spike (120 fps: 2400 deg/s).
+#: A frame further than this from both neighbours is a solver spike (degrees).
 SPIKE_DEGREES = 20.0
-#: A joint whose rotations all lie within this of their mean never turned (degrees).
-STILL_DEGREES = 1.0
+#: Rotations further than this outside the envelope are a solver's error, not a body (degrees).
+BEYOND_DEGREES = 15.0
 #: Rotation vectors are stored with this many decimals (radians: 0.06 degrees at most).
 DECIMALS = 3
-#: Contiguous time blocks of the samples, stored as separate clips: the auto model's
-#: cross-validation holds one out at a time, with or without the user's own clips beside them.
-BLOCKS = 5
+#: At most this many rotations per joint and clip are kept (spread over the clip).
+PER_CLIP = 300
 
-SOURCE = {
-    "clip": "CMU Graphics Lab Motion Capture Database, subject 143, trial 21 (range of motion)",
-    "file": "una-dinosauria/cmu-mocap: 143/143_21.bvh (commit f50fdd3)",
-    "licence": "free for all uses; acknowledge mocap.cs.cmu.edu (the database was created with funding from NSF EIA-0196217)",
-    "url": "http://mocap.cs.cmu.edu",
+#: Licences of the sources the shared clips come from, by file name prefix (../shared/mocap/README.md).
+LICENCES = {
+    "bandai": "Bandai Namco Research Motion Dataset, CC BY-NC 4.0 (Bandai Namco Research Inc.)",
+    "cmu": "CMU Graphics Lab Motion Capture Database: free for all uses; acknowledge mocap.cs.cmu.edu "
+    "(the database was created with funding from NSF EIA-0196217)",
 }
 
 
@@ -87,85 +70,67 @@ def spikes(q, quaternion_angle, degrees=SPIKE_DEGREES):
     return out
 
 
-def drop_ranges(specs):
-    """``{joint: [(first, last), ...]}`` (1-based file frames) from ``JOINT:FIRST-LAST`` texts."""
-    out = {}
-    for spec in specs:
-        joint, _, frames = spec.partition(":")
-        first, _, last = frames.partition("-")
-        if not (joint and first.isdigit() and last.isdigit() and int(first) <= int(last)):
-            raise SystemExit(f"--drop takes JOINT:FIRST-LAST (file frames), got {spec!r}")
-        out.setdefault(joint, []).append((int(first), int(last)))
-    return out
-
-
-def build(path, step, recentre, drop=None):
-    addon = blender_session.load_extension()  # the add-on's package: its BVH reader and maths
-    qm = addon.limits.geometry.quaternion
-
+def clip_rotations(addon, path):
+    """``({joint: anatomical rotations (F, 4)}, what was assumed)`` of one BVH clip."""
+    lib = addon.limits
     clip = addon.rig.io.bvh_file.read_bvh(path)
     heads = np.zeros((len(clip.names), 3))
     for j, p in enumerate(clip.parents):
         heads[j] = clip.offsets[j] + (heads[p] if p >= 0 else 0.0)
     directions = segment_directions(clip)
-    skeleton = addon.limits.body.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
-    matches, unmatched = addon.limits.body.bone_names.match_joints(clip.names, clip.parents)
-    frames = addon.limits.body.retarget.RigFrames(skeleton, matches, directions)
-    rotations = frames.joint_rotations(clip.local_rotations()[1:])  # frame 1: the T-pose before the take
-    joints, not_in_preset, notes = {}, {}, {}
-    for side in ("L", "R"):
-        wrist = rotations.pop(f"wrist.{side}", None)
-        if wrist is not None and f"elbow.{side}" in rotations:
-            _, roll = addon.limits.geometry.swing_twist.swing_twist_from_quaternion(wrist)
-            rotations[f"elbow.{side}"] = qm.quaternion_multiply(rotations[f"elbow.{side}"], roll)
-            notes[f"elbow.{side}"] = "with the wrist's roll (the take's forearm roll is solved at the wrist)"
-            not_in_preset[f"wrist.{side}"] = "the take's hands only roll with the forearm (no flexion or deviation)"
-    for joint in sorted(rotations):
-        q = rotations[joint]
-        mean = qm.quaternion_mean(q)
-        if np.degrees(qm.quaternion_angle(q, mean)).max() < STILL_DEGREES:
-            not_in_preset[joint] = "never turns in the take"
-            continue
-        if joint in recentre:
-            q = qm.quaternion_short_way(qm.quaternion_multiply(q, qm.quaternion_conjugate(mean)))
-            notes[joint] = (
-                f"re-centred: the take's mean orientation ({np.degrees(qm.quaternion_angle(mean, [1.0, 0, 0, 0])):.0f} degrees "
-                "from the rest pose, a constant error of the solved segment) is taken as neutral"
-            )
-        bad = spikes(q, qm.quaternion_angle)
-        if bad.any():
-            notes[joint] = (notes.get(joint, "") + f"; {int(bad.sum())} spike frames dropped").lstrip("; ")
-        file_frames = np.arange(2, len(q) + 2)  # rotations start at the file's frame 2
-        for first, last in (drop or {}).get(joint, ()):
-            bad |= (file_frames >= first) & (file_frames <= last)
-            notes[joint] = (notes.get(joint, "") + f"; frames {first}-{last} dropped (a solver flip)").lstrip("; ")
-        kept = q[~bad][::step]
-        joints[joint] = np.round(qm.exp_map_from_quaternion(qm.quaternion_short_way(kept)), DECIMALS) + 0.0  # no -0.0
-    bones = {name: match.joint for name, match in matches.items()}
-    return clip, joints, bones, unmatched, not_in_preset, notes
+    skeleton = lib.body.skeleton.Skeleton(clip.names, clip.parents, heads, heads + directions, clip.rest_rotations())
+    matches, _ = lib.body.bone_names.match_joints(clip.names, clip.parents)
+    motion = clip.local_rotations()
+    frames, _, assumed = lib.body.neutral.motion_frames(skeleton, matches, motion, directions, source=Path(path).name)
+    return frames.joint_rotations(motion), assumed
 
 
-def preset_text(clip, joints, bones, unmatched, not_in_preset, notes, step):
+def build(paths, beyond=BEYOND_DEGREES):
+    """``(joints {joint: rotation vectors (N, 3)}, per clip {file: {joint: kept}}, notes)``."""
+    addon = blender_session.load_extension()  # the add-on's package: its BVH reader and maths
+    qm, envelope = addon.limits.geometry.quaternion, addon.limits.body.envelope
+    kept, per_clip, notes = {}, {}, {}
+    for path in paths:
+        rotations, assumed = clip_rotations(addon, path)
+        name = Path(path).name
+        notes[name] = assumed
+        per_clip[name] = {}
+        for joint, q in sorted(rotations.items()):
+            if envelope.base_of(joint) not in envelope.RANGES:
+                continue
+            outside = envelope.degrees_outside(joint, q)
+            keep = ~spikes(q, qm.quaternion_angle) & (outside > 0.0) & (outside <= beyond)
+            index = np.flatnonzero(keep)
+            index = index[:: max(1, -(-len(index) // PER_CLIP))]
+            per_clip[name][joint] = {"frames": len(q), "beyond": int(keep.sum()), "too_far": int((outside > beyond).sum())}
+            if len(index):
+                kept.setdefault(joint, []).append(qm.exp_map_from_quaternion(qm.quaternion_short_way(q[index])))
+    joints = {j: np.round(np.concatenate(v), DECIMALS) + 0.0 for j, v in sorted(kept.items())}  # (+ 0.0: no -0.0)
+    return joints, per_clip, notes
+
+
+def preset_text(paths, joints, per_clip, notes, beyond):
     """The preset file's text: JSON, one joint's samples a line."""
     head = {
         "format": "joint_limits_preset",
         "version": 1,
         "name": "human",
-        "title": "Human range of motion (CMU 143_21)",
-        "source": {**SOURCE, "frames": clip.frame_count, "frame_time": clip.frame_time},
+        "title": "Human envelope with the shapes real motion shows",
+        "sources": [
+            {"file": Path(p).name, "licence": LICENCES.get(Path(p).name.split("_")[0], "see ../shared/mocap/README.md")}
+            for p in paths
+        ],
         "built": {
             "date": datetime.date.today().isoformat(),
             "tool": "tools/build_human_preset.py",
             "tool_version": _version(),
-            "step": step,
-            "frames_used": f"2..{clip.frame_count} (frame 1 is the T-pose before the take)",
+            "beyond_degrees": beyond,
         },
         "rotations": "per anatomical joint, rotation vectors (axis times angle, radians) of its bone's segment frame "
-        "against its parent's (limits/body/retarget.py), in time order",
-        "blocks": BLOCKS,
-        "source_bones": bones,
-        "source_bones_unmatched": unmatched,
-        "not_in_preset": not_in_preset,
+        "against its parent's (limits/body/retarget.py) that real motion reached beyond the human envelope "
+        f"(limits/body/envelope.py) by at most {beyond:g} degrees; the preset joins them with the envelope",
+        "blocks": max(1, len(paths)),
+        "clips": per_clip,
         "notes": notes,
     }
     text = json.dumps(head, indent=1, sort_keys=False)[:-2] + ',\n "joints": {\n'
@@ -181,29 +146,19 @@ def _version():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("bvh", help="CMU 143_21.bvh (the range-of-motion take)")
+    p.add_argument("bvh", nargs="+", help="BVH clips of real human motion (e.g. every clip of ../shared/mocap)")
     p.add_argument(
-        "--output", default=str(ROOT / "rig" / "tasks" / "preset_data" / "human_rom.json"), help="preset file to write"
+        "--output", default=str(ROOT / "limits" / "body" / "preset_data" / "human_rom.json"), help="preset file to write"
     )
-    p.add_argument("--step", type=int, default=2, help="keep every STEP-th frame (default 2: 60 of 120 fps)")
-    p.add_argument("--recentre", nargs="*", default=["neck"], metavar="JOINT", help="joints to re-centre (default: neck)")
-    p.add_argument(
-        "--drop",
-        nargs="*",
-        default=["hip.R:1720-1853"],
-        metavar="JOINT:FIRST-LAST",
-        help="file frames to leave out of a joint (default: the right thigh's flip in the squat)",
-    )
+    p.add_argument("--beyond", type=float, default=BEYOND_DEGREES, help="degrees beyond the envelope still learnt")
     args = p.parse_args(argv)
-    clip, joints, bones, unmatched, not_in_preset, notes = build(args.bvh, args.step, set(args.recentre), drop_ranges(args.drop))
-    text = preset_text(clip, joints, bones, unmatched, not_in_preset, notes, args.step)
+    joints, per_clip, notes = build(args.bvh, args.beyond)
+    text = preset_text(args.bvh, joints, per_clip, notes, args.beyond)
     json.loads(text)  # it reads back
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text, encoding="utf-8")
     for joint, v in joints.items():
-        print(f"{joint:<12} {len(v):5d} samples  {notes.get(joint, '')}")
-    for joint, why in not_in_preset.items():
-        print(f"{joint:<12} left out: {why}")
+        print(f"{joint:<12} {len(v):5d} rotations beyond the envelope")
     print(f"wrote {args.output}: {len(text.encode()) / 1024:.0f} kB")
     return 0
 

@@ -105,3 +105,25 @@ def neutral_posture(skeleton, matches, motion):
     total = np.nan_to_num(scores.sum(axis=-1), nan=np.inf)
     best = int(frames[int(np.argmin(total))])
     return best, motion[best]
+
+
+def motion_frames(skeleton, matches, motion=None, directions=None, source="the motion", frame_numbers=None):
+    """``(frames, rest_is_neutral, assumed)``: the :class:`.retarget.RigFrames` of a rig that
+    plays ``motion (F, n, 4)`` (local rotations, or None), on its rest pose when that is a
+    standing one, else on the motion's most neutral frame (:func:`neutral_posture`); whether the
+    rest pose is one, and what was assumed, in words (the frames' own notes last), naming the
+    motion ``source`` and its frames by ``frame_numbers (F,)`` (default: their index)."""
+    from .retarget import RigFrames  # (retarget builds on this module's skeleton helpers)
+
+    problems = rest_problems(skeleton, matches)
+    assumed, posture = [], None
+    if problems:
+        what = "; ".join(problems[:3])
+        if motion is None:
+            assumed.append(f"the rest pose is not a standing one ({what}) and there is no motion to find one in: taken as it is")
+        else:
+            frame, posture = neutral_posture(skeleton, matches, motion)
+            number = frame if frame_numbers is None else int(frame_numbers[frame])
+            assumed.append(f"the rest pose is not a standing one ({what}): the neutral posture is frame {number} of {source}")
+    frames = RigFrames(skeleton, matches, directions, posture=posture, motion=motion)
+    return frames, not problems, assumed + frames.assumed

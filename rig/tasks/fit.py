@@ -10,8 +10,10 @@ from ...limits.body.skeleton import carries_heading as skeleton_carries_heading
 from ...limits.constants import BONE_AXIS
 from ...limits.geometry.swing_twist import twist_axis_from_children
 from ...limits.joint import JointLimit
+from ...limits.models.reach_cone import ReachConeLimit
 from ...limits.registry import model_class
 from ..io.actions import action_fcurves, keyed_rotations
+from ..io.anatomy import rig_anatomy
 from ..io.bone_errors import SkippedBones, guarded
 from ..io.storage import clip_labels, read_cloud_clips, write_limit
 from .fit_report import rig_report_text, write_report_text
@@ -64,9 +66,13 @@ def samples_for_fit(obj, pose_bone, mirror=False):
     return np.concatenate((cloud, seen)), runs + partner_runs, (partner, len(seen))
 
 
-def fit_pose_bone(obj, pose_bone, mirror=False):
+def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
     """Fit the bone's limit from its samples (:func:`samples_for_fit`) and settings, store and
     return it.
+
+    A reach cone is fitted in the bone's anatomical frames when the bone is a human joint
+    (``anatomy``: the rig's :class:`..io.anatomy.RigAnatomy`, read here when left out), with the
+    rest pose as its reference: the frames say where neutral is.
 
     Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
     the clips the samples came from (:mod:`...limits.fitting.cross_validation`); what it found is kept,
@@ -86,14 +92,20 @@ def fit_pose_bone(obj, pose_bone, mirror=False):
         "clips": clip_labels(runs),
         "target": settings.target_recall,
     }
+    reference = settings.reference
+    if kind == ReachConeLimit.kind:
+        frames = (anatomy or rig_anatomy(obj)).cone_frames(pose_bone.name)
+        if frames is not None:
+            available["frame_left"], available["frame_right"] = frames
+            reference = "REST"
     if kind != "auto" and settings.calibrate_padding:
         modes = "mode" in model_class(kind).FIT_OPTIONS
         available["candidates"] = ((kind, settings.mode if modes else None),)
         kind = "auto"
     allowed = model_class(kind).FIT_OPTIONS + (("candidates",) if "candidates" in available else ())
     options = {name: available[name] for name in allowed if name in available}
-    frame_rotation = reference_frame_rotation(obj, pose_bone) if settings.reference == "FRAME" else None
-    limit = JointLimit.fit(cloud, kind=kind, reference=settings.reference, frame_rotation=frame_rotation, **options)
+    frame_rotation = reference_frame_rotation(obj, pose_bone) if reference == "FRAME" else None
+    limit = JointLimit.fit(cloud, kind=kind, reference=reference, frame_rotation=frame_rotation, **options)
     first = not settings.has_limit
     write_limit(pose_bone, limit)
     limit.heading_off = first and carries_heading(obj, pose_bone)
@@ -131,7 +143,7 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
         print(dropped_message(dropped))
     store_clouds(obj, clouds, clips=clips)
     fitted, skipped = [], SkippedBones()
-    mirror = body_mirror(obj)
+    mirror, anatomy = body_mirror(obj), None
     for name in clouds:
         pb = obj.pose.bones[name]
         with guarded(skipped, name):
@@ -139,7 +151,9 @@ def fit_bones(obj, bone_names, actions, model=None, mode=None):
                 pb.joint_limit.model = model
             if mode:
                 pb.joint_limit.mode = mode
-            if fit_pose_bone(obj, pb, mirror).heading_off:
+            if pb.joint_limit.model == ReachConeLimit.kind and anatomy is None:
+                anatomy = rig_anatomy(obj)  # (once for the rig)
+            if fit_pose_bone(obj, pb, mirror, anatomy).heading_off:
                 print(f"note: {name}: limit fitted but off: it carries the heading or travel")
             fitted.append(name)
     report = rig_report_text([obj.pose.bones[name] for name in fitted])

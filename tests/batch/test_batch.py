@@ -8,6 +8,7 @@ import re
 import sys
 
 import bpy
+import humanoid_variants as hv
 import numpy as np
 import pytest
 from clip_library import NAMES, _files, _library, write_clip
@@ -194,3 +195,62 @@ def test_pictures_beside_the_summary_or_why_not(clean_file, addon, limits, tmp_p
     assert main([*args, "--output", str(tmp_path / "c")]) == 1
     assert not (tmp_path / "c" / "summary.png").exists()
     assert "No picture: matplotlib is not installed" in (tmp_path / "c" / "summary.md").read_text()
+
+
+def _humanoid_clip(addon, path, motion):
+    """A BVH clip of the embedded humanoid (Z up, a T-pose at rest) whose bones take the local
+    rotations ``motion (F, n, 4)`` (Blender's bone space, as the importer builds it)."""
+    lib, bf = addon.limits, addon.rig.io.bvh_file
+    body = lib.body.skeleton.humanoid_skeleton()
+    offsets = np.array([body.heads[j] - (body.heads[p] if p >= 0 else 0.0) for j, p in enumerate(body.parents)])
+    leaves = [j for j in range(len(body)) if j not in body.parents]
+    ends = {j: body.tails[j] - body.heads[j] for j in leaves}
+    channels = [["Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation"]]
+    channels += [["Zrotation", "Xrotation", "Yrotation"]] * (len(body) - 1)
+    values = np.zeros((len(motion), 3 + 3 * len(body)))
+    path.write_text(bf.bvh_text(body.names, body.parents, offsets, channels, ends, 1 / 30, values))
+    clip = bf.read_bvh(path)
+    frames = np.arange(len(motion))
+    path.write_text(clip.limited_text({j: (frames, motion[:, j]) for j in range(len(body))}))
+    return clip
+
+
+def test_check_and_clean_against_the_human_preset_need_no_fit(clean_file, addon, tmp_path):
+    """``batch check|clean --preset human``: each clip against the human preset on its own
+    skeleton. Motion inside the references passes; a knee hyperextended and a head twisted 120
+    degrees on a few frames are found on those frames alone, and cleaning puts them back."""
+    lib = addon.limits
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    body = lib.body.skeleton.humanoid_skeleton()
+    zero = _humanoid_clip(addon, folder / "probe.bvh", np.tile([1.0, 0, 0, 0], (1, len(body), 1)))
+    skeleton = zero.skeleton()
+    frames = lib.body.retarget.RigFrames(skeleton, lib.body.bone_names.match_joints(skeleton.names, skeleton.parents)[0])
+    rng = np.random.default_rng(8)
+    motion = np.tile([1.0, 0.0, 0.0, 0.0], (30, len(body), 1))
+    for name, match in frames.matches.items():
+        motion[:, skeleton.index(name)] = frames.basis(name, hv.envelope_motion(lib, match.joint, 30, rng, share=0.6))
+    (folder / "probe.bvh").unlink()
+    _humanoid_clip(addon, folder / "inside.bvh", motion)
+    bad = motion.copy()
+    knee, head = skeleton.index("shin.L"), skeleton.index("head")
+    impossible = {p.words: p for p in lib.body.envelope.impossible_poses()}
+    bad[10:14, knee] = frames.basis("shin.L", impossible["knee hyperextended 30 degrees (left)"].anatomical()[None])
+    bad[20:22, head] = frames.basis("head", impossible["head twisted 120 degrees on the neck"].anatomical()[None])
+    _humanoid_clip(addon, folder / "impossible.bvh", bad)
+
+    main = addon.cli.main
+    assert main(["batch", "check", str(folder), "--output", str(tmp_path / "check"), "--preset", "human"]) == 0
+    reports = tmp_path / "check" / "reports"
+    inside = json.loads((reports / "inside.bvh.json").read_text())
+    assert inside["frames_out"] == 0 and inside["bones_checked"] == 20
+    found = json.loads((reports / "impossible.bvh.json").read_text())
+    assert found["frames_out"] == 6
+    out = {row["bone"]: row["frames_out"] for row in found["bones"] if row["frames_out"]}
+    assert out == {"shin.L": 4, "head": 2}
+    assert main(["batch", "clean", str(folder), "--output", str(tmp_path / "clean"), "--preset", "human"]) == 0
+    cleaned = tmp_path / "clean" / "clips"
+    again = tmp_path / "again"
+    assert main(["batch", "check", str(cleaned), "--output", str(again), "--preset", "human"]) == 0
+    assert json.loads((again / "summary.json").read_text())["frames_out"] == 0
+    assert main(["batch", "check", str(folder), "--output", str(tmp_path / "x"), "--preset", "human", "--limits", "l.json"]) != 0

@@ -2,6 +2,7 @@
 import bpy
 from bpy.props import EnumProperty
 
+from ...rig.io.anatomy import rig_anatomy
 from ...rig.io.bone_errors import SkippedBones, guarded
 from ...rig.tasks.fit import fit_pose_bone
 from ...rig.tasks.fit_report import write_report_text
@@ -32,12 +33,14 @@ class JOINTLIMITS_OT_fit(bpy.types.Operator):
         obj = context.object
         bones = selected_bones_with_samples(context)
         skipped, split, heading = SkippedBones(), [], []
-        mirror = body_mirror(obj)
+        mirror, anatomy = body_mirror(obj), None
         for pb in bones:
             with guarded(skipped, pb.name):
                 if self.model != "BONE":
                     pb.joint_limit.model = self.model
-                limit = fit_pose_bone(obj, pb, mirror)
+                if pb.joint_limit.model == "reach_cone" and anatomy is None:
+                    anatomy = rig_anatomy(obj)  # (once for the rig)
+                limit = fit_pose_bone(obj, pb, mirror, anatomy)
                 pb.joint_limit.last_error = ""
                 if limit.heading_off:
                     heading.append(pb.name)

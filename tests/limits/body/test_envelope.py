@@ -13,13 +13,11 @@ from limits.body.bone_names import match_joints
 from limits.body.neutral import neutral_posture, rest_problems
 from limits.body.retarget import RigFrames
 from limits.body.skeleton import (
-    Skeleton,
-    armature_positions,
     armature_rotations,
     humanoid_skeleton,
     local_from_armature_rotations,
 )
-from limits.geometry.quaternion import quaternion_from_exp_map, quaternion_multiply, quaternion_rotate
+from limits.geometry.quaternion import quaternion_from_exp_map
 from limits.models.reach_cone import ReachConeLimit
 
 JOINTS = sorted(envelope.RANGES)
@@ -33,24 +31,7 @@ ALL_JOINTS = [j for base in JOINTS for j in sided(base)]
 
 
 def inside_motion(joint, count, rng, share=0.9):
-    """Anatomical rotations of ``joint`` spread over its references (``share`` of each extent)."""
-    rng_ = envelope.range_of(joint)
-    out = []
-    (a, b), twist = rng_.cross, envelope._AXIS_INDEX[rng_.twist]
-    for _ in range(count):
-        v = np.zeros(3)
-        phi = rng.uniform(0, 2 * np.pi)
-        cross = np.array([np.cos(phi), np.sin(phi)])
-        extent = np.degrees(envelope._swing_extent(rng_, np.array(phi))) - envelope.MARGIN_DEGREES
-        v[envelope._AXIS_INDEX[a]], v[envelope._AXIS_INDEX[b]] = cross * rng.uniform(0, share) * max(extent, 0.0)
-        low, high = rng_.twist_range
-        t = rng.uniform(-low, high) * share
-        swing = quaternion_from_exp_map(np.radians(v))
-        turn = np.zeros(3)
-        turn[twist] = np.radians(t)
-        out.append(quaternion_multiply(swing, quaternion_from_exp_map(turn)))
-    v = limits.geometry.quaternion.exp_map_from_quaternion(np.array(out))
-    return envelope.motion(joint, np.degrees(v))
+    return hv.envelope_motion(limits, joint, count, rng, share)
 
 
 @pytest.mark.parametrize("joint", ALL_JOINTS)
@@ -97,19 +78,12 @@ def test_references_read_as_clinicians_write_them():
 def _rig_variants():
     """Skeletons of one body: the embedded humanoid, a T-pose with Rigify names, an A-pose with
     Mixamo names and rolled bones, and the humanoid built Y-up."""
-    out = {"humanoid": humanoid_skeleton()}
-    out["t_pose_rigify"] = hv.humanoid_variant(limits, hv.rigify_name)[0]
-    out["a_pose_rolled_mixamo"] = hv.humanoid_variant(limits, hv.mixamo_name, arms_down_deg=45.0, roll_seed=3)[0]
-    s = humanoid_skeleton()
-    turn = quaternion_from_exp_map(np.array([-np.pi / 2, 0.0, 0.0]))  # Z up -> Y up
-    out["y_up"] = Skeleton(
-        s.names,
-        s.parents,
-        quaternion_rotate(turn, s.heads),
-        quaternion_rotate(turn, s.tails),
-        quaternion_multiply(turn, s.rest_rotations),
-    )
-    return out
+    return {
+        "humanoid": humanoid_skeleton(),
+        "t_pose_rigify": hv.humanoid_variant(limits, hv.rigify_name)[0],
+        "a_pose_rolled_mixamo": hv.humanoid_variant(limits, hv.mixamo_name, arms_down_deg=45.0, roll_seed=3)[0],
+        "y_up": hv.y_up(limits, humanoid_skeleton()),
+    }
 
 
 RIGS = _rig_variants()
@@ -146,17 +120,7 @@ def test_a_rest_pose_that_is_not_neutral_is_found_and_a_neutral_one_taken_from_t
     matches = match_joints(body.names, body.parents)[0]
     assert rest_problems(body, matches) == []
     rng = np.random.default_rng(5)
-    # rest the same body in a pose: legs and arms raised, spine bent (as Bandai's clips rest)
-    rest_pose = np.tile([1.0, 0.0, 0.0, 0.0], (len(body), 1))
-    for name, vector in (
-        ("thigh.L", (2.6, 0, 0)),
-        ("thigh.R", (2.6, 0, 0)),
-        ("upper_arm.L", (0, 0, 1.4)),
-        ("spine", (0.9, 0, 0)),
-    ):
-        rest_pose[body.index(name)] = quaternion_from_exp_map(np.array(vector))
-    heads, tails = armature_positions(body, rest_pose)
-    posed = Skeleton(body.names, body.parents, heads, tails, armature_rotations(body, rest_pose))
+    posed = hv.rested_in_pose(limits, body)  # as Bandai's clips rest
     problems = rest_problems(posed, matches)
     assert any("thigh.L" in p for p in problems) and any("upper_arm.L" in p for p in problems)
     # motion: neutral standing once, then joints turned inside their references

@@ -125,7 +125,7 @@ def test_turning_enforcement_off_gives_back_the_plain_rigify_rig(addon, rig):
     "setting, controls, channel, scale",
     [
         ("pole on", ("hand_ik.L",), "location", 0.5),
-        ("IK_FK 0.5", ("hand_ik.L",), "location", 0.9),
+        ("IK_FK 0.25", ("hand_ik.L",), "location", 0.9),
         ("IK_FK 0.5", ("forearm_fk.L", "upper_arm_fk.L"), "rotation_quaternion", 1.2),
         ("tweak", ("forearm_tweak.L", "shin_tweak.R"), "location", 0.2),
     ],
@@ -138,8 +138,8 @@ def test_the_limits_hold_with_the_pole_on_between_ik_and_fk_and_under_tweaks(add
     parent = rig.pose.bones["upper_arm_parent.L"]
     if setting == "pole on":
         parent["pole_vector"] = True
-    elif setting == "IK_FK 0.5":
-        parent["IK_FK"] = 0.5
+    elif setting.startswith("IK_FK"):
+        parent["IK_FK"] = float(setting.split()[1])
     rig.update_tag()
     rng = np.random.default_rng(6)
     v = rng.normal(size=(12, 3)) * scale

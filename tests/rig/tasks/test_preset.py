@@ -32,7 +32,7 @@ def _apply(obj, **props):
 
 def _preset_like_poses(addon, rig, skeleton, count, seed):
     """Basis rotations ``(count, n, 4)`` of ``rig``: every matched joint at a random rotation of
-    the preset turned by up to 0.5 rad more, so that many leave the limits and many do not."""
+    the preset turned by up to 1 rad more, so that many leave the limits and many do not."""
     lib = addon.limits
     q = lib.geometry.quaternion
     rng = np.random.default_rng(seed)
@@ -40,9 +40,9 @@ def _preset_like_poses(addon, rig, skeleton, count, seed):
     preset = addon.rig.tasks.preset.load_preset("human")
     basis = np.tile([1.0, 0.0, 0.0, 0.0], (count, len(skeleton), 1))
     for name, match in frames.matches.items():
-        if match.joint in preset.joints:
-            joint = preset.joints[match.joint]
-            turn = q.quaternion_from_exp_map(rng.normal(size=(count, 3)) * rng.uniform(0, 0.5, (count, 1)))
+        joint = addon.rig.tasks.preset.preset_rotations(preset, match.joint)
+        if joint is not None:
+            turn = q.quaternion_from_exp_map(rng.normal(size=(count, 3)) * rng.uniform(0, 1.0, (count, 1)))
             basis[:, skeleton.index(name)] = frames.basis(
                 name, q.quaternion_multiply(joint[rng.integers(len(joint), size=count)], turn)
             )
@@ -72,7 +72,8 @@ def test_preset_means_the_same_on_t_and_a_pose_rigs_with_other_rolls_and_names(c
     assert _apply(t_obj) == {"FINISHED"} and _apply(a_obj) == {"FINISHED"}
     t_limited = [pb.name for pb in t_obj.pose.bones if pb.joint_limit.has_limit]
     a_limited = [pb.name for pb in a_obj.pose.bones if pb.joint_limit.has_limit]
-    assert len(t_limited) == 16 and [a_skeleton.names[t_skeleton.index(n)] for n in t_limited] == a_limited
+    # every joint: 2 spine and 2 neck bones, clavicles, shoulders, elbows, wrists, hips, knees, ankles, toes
+    assert len(t_limited) == 20 and [a_skeleton.names[t_skeleton.index(n)] for n in t_limited] == a_limited
 
     # the physical correspondence, checked through Blender's own pose matrices
     poses = _preset_like_poses(addon, t_obj, t_skeleton, 300, seed=1)
@@ -118,7 +119,7 @@ def test_add_my_data_keeps_both_sample_sets_and_undo_and_save(clean_file, addon,
     pb = obj.pose.bones["DEF-forearm.L"]
     cloud, runs = addon.rig.io.storage.read_cloud_clips(pb)
     preset = addon.rig.tasks.preset.load_preset("human")
-    n_preset = len(preset.joints["elbow.L"]) + 1  # and the rest pose
+    n_preset = len(addon.rig.tasks.preset.preset_rotations(preset, "elbow.L")) + 1  # and the rest pose
     assert len(cloud) == own + n_preset and runs[0] == ("Mine", own)
     assert sum(n for clip, n in runs if clip.startswith("preset:")) == n_preset
     assert api_contains(addon, pb, motion[:, elbow]).mean() > 0.95, "the user's own motion is inside"
@@ -191,18 +192,19 @@ def test_cli_fit_preset(clean_file, addon, tmp_path, capsys):
     bpy.ops.wm.open_mainfile(filepath=str(path))
     rig = bpy.data.objects[name]
     limited = [pb.name for pb in rig.pose.bones if pb.joint_limit.has_limit]
-    assert len(limited) == 16 and "mixamorig:Hips" not in limited
+    assert len(limited) == 20 and "mixamorig:Hips" not in limited
     assert (
         rig.pose.bones["mixamorig:LeftLeg"].joint_limit.cloud_count
-        == len(addon.rig.tasks.preset.load_preset("human").joints["knee.L"]) + 1
+        == len(addon.rig.tasks.preset.preset_rotations(addon.rig.tasks.preset.load_preset("human"), "knee.L")) + 1
     )
     out = capsys.readouterr().out
-    assert "16 bones fitted" in out and "Not matched" in out and "mixamorig:Hips" in out
+    assert "20 bones fitted" in out and "Not matched" in out and "mixamorig:Hips" in out
 
     assert main(["fit", "--preset", "human", "--add-data", "--bones", "mixamorig:LeftLeg", "--model", MODEL]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(path))
     pb = bpy.data.objects[name].pose.bones["mixamorig:LeftLeg"]
-    assert pb.joint_limit.cloud_count == 40 + len(addon.rig.tasks.preset.load_preset("human").joints["knee.L"]) + 1
+    preset = addon.rig.tasks.preset.load_preset("human")
+    assert pb.joint_limit.cloud_count == 40 + len(addon.rig.tasks.preset.preset_rotations(preset, "knee.L")) + 1
     assert addon.api.limit(pb).contains(motion[:, knee]).mean() > 0.95
 
     assert main(["fit", "--add-data"]) != 0
@@ -298,7 +300,7 @@ def test_a_cmu_bvh_rig_imported_by_blender_agrees_with_the_preset_builder(clean_
     for pb in obj.pose.bones:
         pb.joint_limit.model = MODEL
     assert _apply(obj) == {"FINISHED"}
-    assert sum(pb.joint_limit.has_limit for pb in obj.pose.bones) == 18  # 12 limb joints, 3 spine and 3 neck bones
+    assert sum(pb.joint_limit.has_limit for pb in obj.pose.bones) == 22  # 16 limb joints, 3 spine and 3 neck bones
 
 
 def test_a_damaged_preset_file_is_refused_with_what_is_wrong(addon, tmp_path):

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The human preset as data: the file of shapes real motion showed beyond the human envelope
+(``preset_data/human_rom.json``, built by ``tools/build_human_preset.py``), joined with the
+envelope's references (:mod:`.envelope`), and the limits it gives a skeleton's bones (pure numpy:
+batch workers check clips against it without Blender; :mod:`rig.tasks.preset` puts it on a rig).
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..constants import IDENTITY_QUATERNION
+from ..geometry.quaternion import check_finite, quaternion_from_exp_map
+from ..joint import JointLimit
+from .envelope import RANGES, base_of, cone_frames, envelope_samples
+from .neutral import motion_frames
+
+#: Where the presets are (JSON files shipped with the extension).
+PRESET_DIR = Path(__file__).resolve().parent / "preset_data"
+#: Preset names -> files in :data:`PRESET_DIR`.
+PRESETS = {"human": "human_rom.json"}
+FORMAT = "joint_limits_preset"
+VERSION = 1
+#: Clip names of preset samples start so; the rest of a cloud is the user's own data.
+CLIP_PREFIX = "preset:"
+#: The model the preset fits by default: a reach cone in the joint's anatomical frames.
+PRESET_MODEL = "reach_cone"
+#: The reach cones' padding (radians) beyond the envelope's own margin.
+PADDING = 0.05
+
+
+@dataclass
+class Preset:
+    """A loaded preset: ``joints`` ``{joint: (N, 4) anatomical rotations}`` in time order,
+    cut into ``blocks`` clips; ``not_in_preset`` ``{joint: why}``; ``info`` the file's header."""
+
+    name: str
+    title: str
+    joints: dict
+    blocks: int
+    not_in_preset: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    def clip_runs(self, count):
+        """Clip runs ``[(name, count), ...]`` of ``count`` samples in :attr:`blocks` time blocks."""
+        k = max(1, min(self.blocks, count))
+        stops = np.arange(k + 1) * count // k
+        return [(f"{CLIP_PREFIX}{self.name} {i + 1}/{k}", int(b - a)) for i, (a, b) in enumerate(zip(stops[:-1], stops[1:]))]
+
+
+_loaded = {}
+
+
+def load_preset(name="human"):
+    """The preset ``name`` (:data:`PRESETS`), read and checked once per session; ``ValueError``
+    with what is wrong for an unknown name or a damaged file."""
+    if name not in PRESETS:
+        raise ValueError(f"no preset named {name!r} (presets: {', '.join(sorted(PRESETS))})")
+    path = PRESET_DIR / PRESETS[name]
+    if path not in _loaded:
+        _loaded[path] = read_preset(path)
+    return _loaded[path]
+
+
+def read_preset(path):
+    """Read and check a preset file (never executed or unpickled: JSON numbers only)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ValueError(f"cannot read the preset {path.name}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise ValueError(f"the preset {path.name} is not valid JSON: {err}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        raise ValueError(f"{path.name} is not a Joint Limits preset (format {FORMAT!r}, version {VERSION})")
+    joints_in = data.get("joints")
+    if not isinstance(joints_in, dict) or not joints_in:
+        raise ValueError(f"the preset {path.name} holds no joints")
+    joints = {}
+    for joint, rows in joints_in.items():
+        try:
+            v = np.asarray(rows, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"the preset {path.name}: joint {joint!r} holds something other than numbers") from None
+        if v.ndim != 2 or v.shape[1] != 3 or len(v) == 0:
+            raise ValueError(f"the preset {path.name}: joint {joint!r} must hold rotation vectors (N, 3), got shape {v.shape}")
+        joints[str(joint)] = quaternion_from_exp_map(check_finite(v, f"the preset {path.name}: joint {joint!r}"))
+    blocks = data.get("blocks", 1)
+    return Preset(
+        name=str(data.get("name", path.stem)),
+        title=str(data.get("title", path.stem)),
+        joints=joints,
+        blocks=int(blocks) if isinstance(blocks, int) and blocks >= 1 else 1,
+        not_in_preset={str(k): str(v) for k, v in (data.get("not_in_preset") or {}).items()},
+        info={k: v for k, v in data.items() if k != "joints"},
+    )
+
+
+def preset_rotations(preset, joint):
+    """Anatomical rotations ``(N, 4)`` of ``joint``: the human envelope's (the references,
+    :mod:`...limits.body.envelope`) joined with the shapes real motion showed (the preset's), or
+    None when neither has the joint."""
+    parts = [envelope_samples(joint)] if base_of(joint) in RANGES else []
+    if joint in preset.joints:
+        parts.append(preset.joints[joint])
+    return np.concatenate(parts) if parts else None
+
+
+def preset_limits(skeleton, matches, preset, motion=None, directions=None, padding=PADDING):
+    """``(limits {bone: JointLimit}, assumed)``: the preset on a skeleton's matched bones (the
+    frames read as :func:`.neutral.motion_frames` reads them, from ``motion (F, n, 4)`` when the
+    rest pose is not a standing one), a reach cone each; ``assumed`` in words."""
+    frames, rest_is_neutral, assumed = motion_frames(skeleton, matches, motion, directions)
+    limits = {}
+    for name, match in frames.matches.items():
+        rotations = preset_rotations(preset, match.joint)
+        if rotations is None:
+            continue
+        q = frames.basis(name, rotations)
+        if rest_is_neutral:
+            q = np.concatenate((q, IDENTITY_QUATERNION[None]))
+        left, right = cone_frames(match.joint, *frames.frames_of(name))
+        limits[name] = JointLimit.fit(q, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
+    return limits, assumed

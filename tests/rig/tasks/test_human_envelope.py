@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The human preset in Blender, on humanoids built every way rigs come: T-pose, A-pose with
+rolled bones, Y-up, and a rest pose that is not a standing one (found, and a neutral posture
+taken from the rig's action). One click limits every joint; the stored limits accept motion
+inside the clinical references and refuse every pose of the impossible set."""
+
+import bpy
+import humanoid_variants as hv
+import numpy as np
+import pytest
+
+VARIANTS = ("t_pose", "a_pose_rolled", "y_up", "rest_not_standing")
+
+
+def _skeleton(lib, variant):
+    body = lib.body.skeleton.humanoid_skeleton()
+    if variant == "t_pose":
+        return hv.humanoid_variant(lib, hv.rigify_name)[0]
+    if variant == "a_pose_rolled":
+        return hv.humanoid_variant(lib, hv.mixamo_name, arms_down_deg=40.0, roll_seed=11)[0]
+    if variant == "y_up":
+        return hv.y_up(lib, body)
+    return hv.rested_in_pose(lib, body)
+
+
+def _on_rig(lib, body, skeleton, basis):
+    """Basis rotations of ``skeleton`` that pose it as ``basis (F, n, 4)`` poses ``body`` (the
+    same bones, another rest pose)."""
+    sk = lib.body.skeleton
+    return sk.local_from_armature_rotations(skeleton, sk.armature_rotations(body, basis))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_preset_accepts_motion_inside_the_references_and_refuses_the_impossible_set(clean_file, addon, variant):
+    lib = addon.limits
+    skeleton = _skeleton(lib, variant)
+    # the same body standing upright (Z up), which the motion is written on
+    body = skeleton if variant != "rest_not_standing" else lib.body.skeleton.humanoid_skeleton()
+    if variant == "y_up":
+        body = lib.body.skeleton.humanoid_skeleton()
+    matches = lib.body.bone_names.match_joints(body.names, body.parents)[0]
+    upright = lib.body.retarget.RigFrames(body, matches)
+    rng = np.random.default_rng(3)
+    count = 60
+    motion = np.tile([1.0, 0.0, 0.0, 0.0], (count + 1, len(body), 1))  # frame 1 stands neutral
+    for name, match in upright.matches.items():
+        motion[1:, body.index(name)] = upright.basis(name, hv.envelope_motion(lib, match.joint, count, rng, share=0.8))
+    if variant == "y_up":
+        on_rig = motion  # (the same rest pose, turned as a whole: the same basis rotations)
+    else:
+        on_rig = _on_rig(lib, body, skeleton, motion) if variant == "rest_not_standing" else motion
+
+    obj = addon.rig.io.humanoid.build_armature(skeleton, name=variant)
+    order = [skeleton.index(pb.name) for pb in obj.pose.bones]  # (keyed in pose.bones order)
+    addon.rig.io.humanoid.key_rotations(obj, on_rig[:, order], "Motion")
+    assert bpy.ops.pose.joint_limits_apply_preset("EXEC_DEFAULT") == {"FINISHED"}
+    limited = {pb.name: pb for pb in obj.pose.bones if pb.joint_limit.has_limit}
+    assert len(limited) == len(upright.matches) == 20  # every joint of the body
+    report = bpy.data.texts[addon.rig.tasks.preset.TEXT_NAME].as_string()
+    assert ("the rest pose is not a standing one" in report) == (variant == "rest_not_standing")
+
+    impossible = lib.body.envelope.impossible_poses()
+    for name, pb in limited.items():
+        limit = addon.api.limit(pb)
+        b = skeleton.index(name)
+        inside = limit.contains(on_rig[:, b])
+        assert inside.all(), (variant, name, np.flatnonzero(~inside))
+        joint = upright.matches[name].joint
+        for pose in (p for p in impossible if p.joint == joint):
+            alone = np.tile([1.0, 0.0, 0.0, 0.0], (1, len(body), 1))
+            alone[0, body.index(name)] = upright.basis(name, pose.anatomical()[None])[0]
+            local = alone if variant == "y_up" else _on_rig(lib, body, skeleton, alone)
+            assert not limit.contains(local[0, b]), (variant, name, pose.words)
