@@ -6,9 +6,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..limits.body.bone_names import match_joints
+from ..limits.body.envelope import cone_frames
+from ..limits.body.neutral import motion_frames
+from ..limits.body.preset import load_preset, preset_rotations
 from ..limits.body.skeleton import Skeleton
 from ..limits.body.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
 from ..limits.constants import BONE_AXIS
+from ..limits.geometry.quaternion import quaternion_conjugate, quaternion_multiply
 from ..limits.joint import JointLimit
 from ..limits.registry import model_class
 
@@ -16,6 +21,8 @@ from ..limits.registry import model_class
 HEADING = "carries the heading or travel (a root, or its position channels move): not limited"
 #: The fit settings of a library fit (each passed to the model kinds that take it).
 SETTINGS = {"padding": 0.05, "mode": "FULL", "order": "XYZ", "target": 0.99}
+#: A skeleton is a humanoid when its bones name at least this many different joints.
+HUMANOID_JOINTS = 8
 
 
 @dataclass
@@ -36,8 +43,22 @@ class LibraryFit:
     rests: dict = field(default_factory=dict)
     heading: list = field(default_factory=list)
     settings: dict = field(default_factory=dict)
+    #: ``{bone: (joint, frame_left, frame_right, envelope samples)}``: a humanoid's joints, which
+    #: ``auto`` fits with the human envelope (:func:`human_joints`)
+    human: dict = field(default_factory=dict)
 
-    def fit(self, cloud, bone):
+    def fit(self, cloud, bone, change=None):
+        """One limit of ``cloud (N, 4)`` for the clips' ``bone``; ``change`` ``C (4,)``: the
+        cloud is in another bone space, ``C^-1 q C`` (a rig's, :mod:`.onto_rig`)."""
+        if self.model == "auto" and bone in self.human:
+            _, left, right, envelope = self.human[bone]
+            if change is not None:
+                c, inverse = np.asarray(change, dtype=float), quaternion_conjugate(change)
+                left, right = quaternion_multiply(left, c), quaternion_multiply(inverse, right)
+                envelope = quaternion_multiply(inverse[None], quaternion_multiply(envelope, c[None]))
+            cloud = np.concatenate((cloud, envelope))
+            padding = self.settings["padding"]
+            return JointLimit.fit(cloud, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
         allowed = model_class(self.model).FIT_OPTIONS
         options = {k: v for k, v in self.settings.items() if k in allowed}
         if "twist_axis" in allowed:
@@ -55,12 +76,45 @@ def body_mirror(results, names, pooled):
     return BodyMirror.of(skeleton, neutral_pose(skeleton.names, pooled))
 
 
+def human_joints(results, names):
+    """``{bone: (joint, frame_left, frame_right, envelope samples (N, 4))}`` when the first clip's
+    skeleton is a humanoid (:data:`HUMANOID_JOINTS`): each joint's human preset rotations (the
+    envelope with what real motion showed) in the bone's space and the reach cone's frames,
+    read on the skeleton's rest pose, or on the first clip's most neutral frame when the rest
+    pose is not a standing one (:func:`..limits.body.neutral.motion_frames`). Empty otherwise."""
+    arrays = results[names[0]]["skeleton"]
+    skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
+    matches, _ = match_joints(skeleton.names, skeleton.parents)
+    if len({m.joint for m in matches.values()}) < HUMANOID_JOINTS:
+        return {}
+    bones = results[names[0]]["bones"]
+    counts = {len(q) for q in bones.values()}
+    motion = None
+    if len(counts) == 1 and counts != {0}:  # every bone on every frame: the clip's motion
+        motion = np.tile([1.0, 0.0, 0.0, 0.0], (counts.pop(), len(skeleton), 1))
+        for name, q in bones.items():
+            motion[:, skeleton.index(name)] = q
+    frames, rest_is_neutral, _ = motion_frames(skeleton, matches, motion)
+    preset, out = load_preset("human"), {}
+    for name, match in frames.matches.items():
+        rotations = preset_rotations(preset, match.joint)
+        if rotations is None:
+            continue
+        q = frames.basis(name, rotations)
+        q = np.concatenate((q, [[1.0, 0.0, 0.0, 0.0]])) if rest_is_neutral else q
+        out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
+    return out
+
+
 def fit_library(results, model, symmetry=True, **settings):
     """Pool the clips' samples per bone (``results`` ``{clip: clip_jobs.fit_samples(...)}``,
     pooled in clip-name order), with ``symmetry`` add each bone's mirror partner's
     (:func:`..limits.body.symmetry.learn_from_both_sides`; the first clip's skeleton says which bones
     mirror), fit every bone that does not carry the heading; ``settings`` override
-    :data:`SETTINGS`. Returns a :class:`LibraryFit`; ``ValueError`` for an unknown model kind."""
+    :data:`SETTINGS`. With ``model`` ``auto`` a humanoid's joints are fitted with the human
+    envelope (:func:`human_joints`: a reach cone of the data joined with it), other bones and
+    other skeletons from their data alone. Returns a :class:`LibraryFit`; ``ValueError`` for an
+    unknown model kind."""
     try:
         model_class(model)
     except (KeyError, ValueError):
@@ -78,6 +132,8 @@ def fit_library(results, model, symmetry=True, **settings):
     out.pooled = {b: np.concatenate(v) for b, v in pooled.items()}
     out.labels = {b: np.concatenate(v) for b, v in labels.items()}
     out.samples = {b: len(q) for b, q in out.pooled.items()}
+    if model == "auto" and names:
+        out.human = human_joints(results, names)  # a humanoid's default: its data with the envelope
     if symmetry and names:
         mirror = body_mirror(results, names, out.pooled)
         out.pooled, out.labels, out.mirrored = learn_from_both_sides(mirror, out.pooled, out.labels)

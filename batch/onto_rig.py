@@ -66,7 +66,7 @@ def fit_onto_rig(rig_path, pooled, rests, heading, clip_limits, fit, bone_map=No
 
     ``pooled`` ``{clip bone: (N, 4) samples}``, ``rests`` ``{clip bone: (4,) world rest}``,
     ``heading`` clip bones left unlimited, ``clip_limits`` ``{clip bone: JointLimit}`` (used as
-    is where the rests agree), ``fit(samples, clip bone)`` fits one limit. Returns what it did
+    is where the rests agree), ``fit(samples, clip bone, change)`` fits one limit (``change``: the clip bone's space to the rig bone's, as :func:`rig_space_rotations`). Returns what it did
     (armature, ``{rig bone: clip bone}`` limited, refitted bones, rig bones left out)."""
     import bpy
 
@@ -99,7 +99,8 @@ def fit_onto_rig(rig_path, pooled, rests, heading, clip_limits, fit, bone_map=No
         rig_rest = quaternion_from_matrix(world @ np.array(best.data.bones[rig_bone].matrix_local.to_3x3(), dtype=float))
         limit = clip_limits[clip_bone]
         if float(quaternion_angle(rests[clip_bone], rig_rest)) > SAME_REST:
-            limit = fit(rig_space_rotations(pooled[clip_bone], rests[clip_bone], rig_rest), clip_bone)
+            change = quaternion_multiply(quaternion_conjugate(rests[clip_bone]), rig_rest)
+            limit = fit(rig_space_rotations(pooled[clip_bone], rests[clip_bone], rig_rest), clip_bone, change)
             refitted.append(rig_bone)
         store_limit(best.pose.bones[rig_bone], limit)
         limited[rig_bone] = clip_bone

@@ -14,6 +14,8 @@ the add-on's numpy BVH reader (the first clip's skeleton names the joints).
         [--joints UpperArm_L UpperArm_R ...] [--sides-apart]
 
 A model is ``kind[:mode[:padding]]`` (padding in radians; default: the library fit's 0.05).
+``auto`` on a humanoid skeleton is the default fit of a humanoid: each joint's data joined with
+the human envelope, a reach cone (``--envelope-only``: without the preset's learnt shapes).
 Its k-DOP figures sit near issue 13's held-out table, so it is the proxy to watch for that
 issue's goal (figures: BENCHMARKS.md).
 """
@@ -51,7 +53,15 @@ def main():
     )
     p.add_argument("--sides-apart", action="store_true", help="fit each side alone (no mirrored samples)")
     p.add_argument("--random", type=int, default=100_000, help="uniform random rotations for the volume")
+    p.add_argument(
+        "--envelope-only",
+        action="store_true",
+        help="auto on a humanoid: the human envelope without the preset's learnt shapes (learnt from the shared clips, "
+        "so a held-out shared clip's own shapes are in them)",
+    )
     args = p.parse_args()
+    if args.envelope_only:
+        addon.limits.body.preset.load_preset("human").joints.clear()
     refs = addon.batch.clips.collect_clips(args.clips)
     if len(refs) < 3:
         raise SystemExit("give at least 3 clips")

@@ -125,6 +125,14 @@ class JointLimitSettings(bpy.types.PropertyGroup):
         subtype="FACTOR",
         update=_refit,
     )
+    human_envelope: BoolProperty(
+        name="Human Envelope",
+        description="On a humanoid rig's joint, Auto fits this bone's samples joined with the human envelope (the "
+        "published ranges of motion, as a reach cone in the joint's anatomical frame), so that a few clips of one "
+        "style do not reject the next. Off: Auto chooses a model for the samples alone",
+        default=True,
+        update=_refit,
+    )
     use_symmetry: BoolProperty(
         name="Learn From Both Sides",
         description="Fit from this bone's samples and from its mirror bone's (left/right, found by name and checked on "

@@ -27,6 +27,9 @@ VERSION = 1
 CLIP_PREFIX = "preset:"
 #: The model the preset fits by default: a reach cone in the joint's anatomical frames.
 PRESET_MODEL = "reach_cone"
+#: An anatomical rotation's mirror image across the body's middle plane (:mod:`.envelope`: every
+#: segment frame has the same axes on both sides, so X is kept and Y, Z flip).
+MIRROR = np.array([1.0, 1.0, -1.0, -1.0])
 #: The reach cones' padding (radians) beyond the envelope's own margin.
 PADDING = 0.05
 
@@ -100,11 +103,14 @@ def read_preset(path):
 
 def preset_rotations(preset, joint):
     """Anatomical rotations ``(N, 4)`` of ``joint``: the human envelope's (the references,
-    :mod:`...limits.body.envelope`) joined with the shapes real motion showed (the preset's), or
-    None when neither has the joint."""
+    :mod:`...limits.body.envelope`) joined with the shapes real motion showed (the preset's, on
+    both sides: the other side's seen in the mirror), or None when neither has the joint."""
     parts = [envelope_samples(joint)] if base_of(joint) in RANGES else []
     if joint in preset.joints:
         parts.append(preset.joints[joint])
+    other = {"L": "R", "R": "L"}.get(joint.rpartition(".")[2])
+    if other is not None and f"{base_of(joint)}.{other}" in preset.joints:
+        parts.append(preset.joints[f"{base_of(joint)}.{other}"] * MIRROR)
     return np.concatenate(parts) if parts else None
 
 

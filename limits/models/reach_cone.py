@@ -7,21 +7,23 @@ frame, ``m = frame_left * q * frame_right`` (identity frames: the bone's local a
 preset passes a joint's anatomical segment frames and neutral posture, :mod:`..body.envelope`,
 so that ``m`` is the turn away from standing), then split ``m = swing * twist`` about +Y. The
 swing vector ``s`` (scaled angle-axis, in the XZ plane) points in the direction
-``phi = atan2(s_z, s_x)`` and has the angle ``|s|``. The cone allows ``|s| <= reach(phi)``,
-``reach`` interpolated linearly between :data:`BINS` directions, and a twist angle within
-``twist = (low, high)``.
+``phi = atan2(s_z, s_x)`` and has the angle ``|s|``. The cone allows ``|s| <= reach(phi)`` and a
+twist within ``(low(phi), high(phi))``, each interpolated linearly between :data:`BINS`
+directions: how far a joint twists depends on where it points (a shoulder raised forward twists
+otherwise than one raised sideways), as the swing and twist of real joints are coupled.
 
 Fitting: each direction's reach is the largest swing angle of the samples within one direction
 step of it (so linear interpolation between two directions never cuts a sample off), plus the
-padding; a direction no sample comes near keeps only the padding. The twist range is the
-samples' twist angles' extent plus the padding. Swings are capped at pi.
+padding; a direction no sample comes near keeps only the padding. Each direction's twist range
+is the extent of those samples' twists and of every sample swung less than
+:data:`NEAR_NEUTRAL` (whose direction means little), plus the padding. Swings are capped at pi.
 
 Projection: the twist is clamped into its range and a swing beyond its reach is shortened along
 its own direction onto the cone (not the exact nearest rotation near the cone's corners, which
 no reach cone solves in closed form; what was inside is returned unchanged).
 
-Parameters: ``reach (BINS,)`` radians, ``twist (2,)`` radians, ``frame_left (4,)``,
-``frame_right (4,)`` unit quaternions.
+Parameters: ``reach (BINS,)`` radians, ``twist (BINS, 2)`` radians (low, high per direction),
+``frame_left (4,)``, ``frame_right (4,)`` unit quaternions.
 """
 
 import numpy as np
@@ -44,6 +46,8 @@ from ..model import LimitModel, MovedProjection
 BINS = 24
 #: Rotations within this (radians) outside the cone count as inside (a projection's round-off).
 TOLERANCE = 1e-7
+#: Samples swung less than this (radians) count for every direction's twist range.
+NEAR_NEUTRAL = np.radians(10.0)
 
 
 def swing_parts(m):
@@ -76,7 +80,7 @@ class ReachConeLimit(MovedProjection, LimitModel):
     kind = "reach_cone"
     label = "Reach Cone"
     description = "How far the joint swings in each direction and how far it twists (the human preset's anatomical ranges)"
-    PARAM_SHAPES = {"reach": (None,), "twist": (2,), "frame_left": (4,), "frame_right": (4,)}
+    PARAM_SHAPES = {"reach": (None,), "twist": (None, 2), "frame_left": (4,), "frame_right": (4,)}
     FIT_OPTIONS = ("padding", "frame_left", "frame_right")
 
     @classmethod
@@ -94,15 +98,23 @@ class ReachConeLimit(MovedProjection, LimitModel):
         near = np.abs(np.angle(np.exp(1j * (phi[:, None] - centres[None])))) < step
         reach = np.max(np.where(near, angle[:, None], 0.0), axis=0, initial=0.0)
         reach = np.minimum(reach + padding, np.pi)
-        low, high = float(twist.min()) - padding, float(twist.max()) + padding
-        if high - low >= 2.0 * np.pi:
-            low, high = -np.pi, np.pi
-        return cls({"reach": reach, "twist": [max(low, -np.pi), min(high, np.pi)], "frame_left": left, "frame_right": right})
+        counts = near | (angle < NEAR_NEUTRAL)[:, None]
+        low = np.min(np.where(counts, twist[:, None], np.inf), axis=0, initial=np.inf)
+        high = np.max(np.where(counts, twist[:, None], -np.inf), axis=0, initial=-np.inf)
+        empty = ~np.isfinite(low)
+        low, high = np.where(empty, 0.0, low) - padding, np.where(empty, 0.0, high) + padding
+        whole = high - low >= 2.0 * np.pi
+        low, high = np.where(whole, -np.pi, np.maximum(low, -np.pi)), np.where(whole, np.pi, np.minimum(high, np.pi))
+        return cls({"reach": reach, "twist": np.stack((low, high), axis=-1), "frame_left": left, "frame_right": right})
 
     def validate(self):
         reach, twist = self.params["reach"], self.params["twist"]
         if reach.shape[-1] < 3:
             raise ValueError(f"reach_cone limit: 'reach' needs at least 3 directions, got {reach.shape[-1]}")
+        if twist.shape[-2] != reach.shape[-1]:
+            raise ValueError(
+                f"reach_cone limit: 'twist' needs a (low, high) per direction ({reach.shape[-1]}), got {twist.shape[-2]}"
+            )
         if np.any(reach < 0.0) or np.any(reach > np.pi + EPS):
             raise ValueError("reach_cone limit: every 'reach' must be between 0 and pi")
         if np.any(twist[..., 0] > twist[..., 1]) or np.any(np.abs(twist) > np.pi + EPS):
@@ -121,8 +133,13 @@ class ReachConeLimit(MovedProjection, LimitModel):
         """``(phi, angle, twist, swing excess, twist excess)`` of rotations ``q``, radians."""
         phi, angle, twist = swing_parts(self._frame(q))
         reach = reach_at(self.params["reach"], phi)
-        low, high = self.params["twist"][..., 0], self.params["twist"][..., 1]
+        low, high = self._twist_range(phi)
         return phi, angle, twist, angle - reach, np.maximum(twist - high, low - twist)
+
+    def _twist_range(self, phi):
+        """``(low, high)`` twist (radians) allowed in the directions ``phi``."""
+        table = self.params["twist"]
+        return reach_at(table[..., 0], phi), reach_at(table[..., 1], phi)
 
     def contains(self, q):
         q = quaternion_normalize(as_quaternions(q))
@@ -139,7 +156,8 @@ class ReachConeLimit(MovedProjection, LimitModel):
             return q.copy(), moved
         reach = reach_at(self.params["reach"], phi)
         new_angle = np.where(swing_out > 0.0, reach, angle)
-        new_twist = np.clip(twist, self.params["twist"][..., 0], self.params["twist"][..., 1])
+        low, high = self._twist_range(phi)
+        new_twist = np.clip(twist, low, high)
         swing = np.stack((np.cos(phi) * new_angle, np.zeros_like(phi), np.sin(phi) * new_angle), axis=-1)
         turn = np.stack((np.zeros_like(phi), new_twist, np.zeros_like(phi)), axis=-1)
         m = quaternion_multiply(quaternion_from_exp_map(swing), quaternion_from_exp_map(turn))

@@ -20,6 +20,9 @@ from .fit_report import rig_report_text, write_report_text
 from .sample import dropped_message, sample_rotations, store_clouds
 from .symmetry import body_mirror
 
+#: The clip name of the human envelope's samples an Auto fit on a human joint adds.
+HUMAN_CLIP = "preset:human envelope"
+
 
 def twist_axis(pose_bone):
     """The bone's twist axis in its own frame: +Y, or the mean direction to its children."""
@@ -72,7 +75,10 @@ def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
 
     A reach cone is fitted in the bone's anatomical frames when the bone is a human joint
     (``anatomy``: the rig's :class:`..io.anatomy.RigAnatomy`, read here when left out), with the
-    rest pose as its reference: the frames say where neutral is.
+    rest pose as its reference: the frames say where neutral is. *Auto* on a humanoid rig's joint
+    (with *Human Envelope*, the default) fits the bone's samples joined with the human preset's
+    (the human envelope) that way, so that a few clips of one style do not reject the next; the
+    fit report says so.
 
     Model ``auto`` (and any model with *Calibrate Padding*) is fitted by cross-validation over
     the clips the samples came from (:mod:`...limits.fitting.cross_validation`); what it found is kept,
@@ -84,6 +90,14 @@ def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
         raise ValueError(f"{pose_bone.name}: no samples; sample an action first")
     mode = pose_bone.rotation_mode
     kind = settings.model
+    human = None
+    if kind == "auto" and settings.human_envelope:
+        anatomy = anatomy or rig_anatomy(obj)
+        human = anatomy.human_samples(pose_bone.name)
+        if human is not None:
+            own = len(cloud)
+            cloud, runs = np.concatenate((cloud, human[1])), [*runs, (HUMAN_CLIP, len(human[1]))]
+            kind = ReachConeLimit.kind
     available = {
         "padding": settings.padding,
         "mode": settings.mode,
@@ -112,6 +126,8 @@ def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
     if limit.heading_off:  # fitted, but not limited until the user turns it on
         settings.enabled = False
     report = limit.calibration.summary() if limit.calibration is not None else None
+    if human is not None:
+        report = dict(report or {}, human={"joint": human[0], "own": own, "envelope": len(human[1])})
     if mirrored is not None:
         report = dict(report or {}, mirrored={"partner": mirrored[0], "samples": mirrored[1]})
     settings.fit_report = json.dumps(report, separators=(",", ":")) if report else ""

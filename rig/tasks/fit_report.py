@@ -38,6 +38,20 @@ def mirrored_line(pose_bone):
     return f"Also learned from {count} of {whose} samples, mirrored"
 
 
+def human_line(pose_bone):
+    """What an Auto fit on a human joint joined (:func:`.fit.fit_pose_bone`), or ""."""
+    try:
+        human = json.loads(pose_bone.joint_limit.fit_report).get("human") if pose_bone.joint_limit.fit_report else None
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(human, dict):
+        return ""
+    return (
+        f"Human joint {human.get('joint')}: {human.get('own')} samples of yours with the human envelope's "
+        f"{human.get('envelope')}, as a reach cone"
+    )
+
+
 def _label(entry):
     mode = entry.get("mode") or ""
     return entry["kind"] + (f" {mode.lower().replace('_', '-')}" if mode else "")
@@ -81,9 +95,11 @@ def rig_report_text(pose_bones):
     out = []
     for pb in pose_bones:
         report = read_report(pb.joint_limit)
+        mirrored, human = mirrored_line(pb), human_line(pb)
         if report is not None:
-            mirrored = mirrored_line(pb)
             out += report_lines(pb.name, report) + ([f"  {mirrored}"] if mirrored else []) + [""]
+        elif human:
+            out += [f"{pb.name}: {human}"] + ([f"  {mirrored}"] if mirrored else []) + [""]
     if not out:
         return ""
     head = [

@@ -6,7 +6,7 @@ from ...limits.model import CALIBRATION
 from ...limits.registry import model_class
 from ...rig.io.datastore import health
 from ...rig.live.status import bone_status, model_details
-from ...rig.tasks.fit_report import chosen_line, mirrored_line, read_report
+from ...rig.tasks.fit_report import chosen_line, human_line, mirrored_line, read_report
 
 
 def draw_limit_settings(layout, pose_bone):
@@ -31,7 +31,12 @@ def draw_limit_settings(layout, pose_bone):
         col.prop(settings, "target_recall")
     else:
         col.prop(settings, "padding")
+    if auto:
+        col.prop(settings, "human_envelope")
     col.prop(settings, "use_symmetry")
+    human = human_line(pose_bone)
+    if human:
+        col.label(text=human, icon="OUTLINER_OB_ARMATURE")
     report = read_report(settings)
     if report is not None:
         col.label(text=chosen_line(report), icon="INFO")

@@ -71,3 +71,37 @@ def test_the_preset_accepts_motion_inside_the_references_and_refuses_the_impossi
             alone[0, body.index(name)] = upright.basis(name, pose.anatomical()[None])[0]
             local = alone if variant == "y_up" else _on_rig(lib, body, skeleton, alone)
             assert not limit.contains(local[0, b]), (variant, name, pose.words)
+
+
+def test_auto_on_a_humanoid_joins_a_few_clips_with_the_envelope_and_says_so(clean_file, addon):
+    """Auto on a humanoid's knee sampled from a shuffle (flexed 0-40 degrees) accepts a deep
+    squat's flexion (another style) and refuses a hyperextended knee; the fit report names the
+    human joint. With *Human Envelope* off, or on a rig that is no humanoid, Auto fits the
+    samples alone and the squat is refused."""
+    lib = addon.limits
+    body = lib.body.skeleton.humanoid_skeleton()
+    frames = lib.body.retarget.RigFrames(body, lib.body.bone_names.match_joints(body.names, body.parents)[0])
+    flexion = np.linspace(0.0, 40.0, 40)
+    shuffle = lib.body.envelope.motion("knee.L", np.stack([-flexion, np.zeros(40), np.zeros(40)], axis=-1))
+    squat = frames.basis("shin.L", lib.body.envelope.motion("knee.L", [(-130.0, 0.0, 0.0)]))[0]
+    hyperextended = frames.basis("shin.L", lib.body.envelope.motion("knee.L", [(30.0, 0.0, 0.0)]))[0]
+
+    def fit(skeleton, name, envelope=True):
+        obj = addon.rig.io.humanoid.build_armature(skeleton, name="fit")
+        pb = obj.pose.bones[name]
+        addon.rig.io.storage.write_cloud(pb, frames.basis("shin.L", shuffle), clip="shuffle")
+        pb.joint_limit.human_envelope = envelope
+        limit = addon.rig.tasks.fit.fit_pose_bone(obj, pb)
+        return limit, addon.rig.tasks.fit_report.human_line(pb)
+
+    limit, line = fit(body, "shin.L")
+    assert limit.model.kind == "reach_cone" and "knee.L" in line
+    assert limit.contains(squat) and not limit.contains(hyperextended)
+    limit, line = fit(body, "shin.L", envelope=False)
+    assert limit.model.kind != "reach_cone" and line == "" and not limit.contains(squat)
+    leg = [body.index(n) for n in ("thigh.L", "shin.L")]  # two bones: no humanoid
+    two = lib.body.skeleton.Skeleton(
+        ["thigh.L", "shin.L"], np.array([-1, 0]), body.heads[leg], body.tails[leg], body.rest_rotations[leg]
+    )
+    limit, line = fit(two, "shin.L")
+    assert limit.model.kind != "reach_cone" and line == "" and not limit.contains(squat)
