@@ -105,3 +105,23 @@ def test_auto_on_a_humanoid_joins_a_few_clips_with_the_envelope_and_says_so(clea
     )
     limit, line = fit(two, "shin.L")
     assert limit.model.kind != "reach_cone" and line == "" and not limit.contains(squat)
+
+
+def test_the_default_fit_of_a_humanoid_refuses_the_impossible_set(clean_file, addon):
+    """Every joint of the humanoid fitted with Auto from a little generated motion inside the
+    references (one style): each refuses every pose of the impossible set for its joint."""
+    lib = addon.limits
+    body = lib.body.skeleton.humanoid_skeleton()
+    frames = lib.body.retarget.RigFrames(body, lib.body.bone_names.match_joints(body.names, body.parents)[0])
+    obj = addon.rig.io.humanoid.build_armature(body, name="default")
+    rng = np.random.default_rng(9)
+    anatomy = addon.rig.io.anatomy.rig_anatomy(obj)
+    impossible = lib.body.envelope.impossible_poses()
+    for name, match in frames.matches.items():
+        pb = obj.pose.bones[name]
+        motion = frames.basis(name, hv.envelope_motion(lib, match.joint, 30, rng, share=0.4))
+        addon.rig.io.storage.write_cloud(pb, motion, clip="one style")
+        limit = addon.rig.tasks.fit.fit_pose_bone(obj, pb, None, anatomy)
+        assert limit.model.kind == "reach_cone" and limit.contains(motion).all(), name
+        for pose in (p for p in impossible if p.joint == match.joint):
+            assert not limit.contains(frames.basis(name, pose.anatomical()[None]))[0], (name, pose.words)
