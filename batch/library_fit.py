@@ -9,7 +9,7 @@ import numpy as np
 from ..limits.body.bone_names import match_joints
 from ..limits.body.envelope import cone_frames
 from ..limits.body.neutral import motion_frames
-from ..limits.body.preset import load_preset, preset_rotations
+from ..limits.body.preset import bone_samples, is_humanoid, load_preset
 from ..limits.body.skeleton import Skeleton
 from ..limits.body.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
 from ..limits.constants import BONE_AXIS
@@ -21,8 +21,6 @@ from ..limits.registry import model_class
 HEADING = "carries the heading or travel (a root, or its position channels move): not limited"
 #: The fit settings of a library fit (each passed to the model kinds that take it).
 SETTINGS = {"padding": 0.05, "mode": "FULL", "order": "XYZ", "target": 0.99}
-#: A skeleton is a humanoid when its bones name at least this many different joints.
-HUMANOID_JOINTS = 8
 
 
 @dataclass
@@ -78,14 +76,14 @@ def body_mirror(results, names, pooled):
 
 def human_joints(results, names):
     """``{bone: (joint, frame_left, frame_right, envelope samples (N, 4))}`` when the first clip's
-    skeleton is a humanoid (:data:`HUMANOID_JOINTS`): each joint's human preset rotations (the
+    skeleton is a humanoid (:func:`..limits.body.preset.is_humanoid`): each joint's human preset rotations (the
     envelope with what real motion showed) in the bone's space and the reach cone's frames,
     read on the skeleton's rest pose, or on the first clip's most neutral frame when the rest
     pose is not a standing one (:func:`..limits.body.neutral.motion_frames`). Empty otherwise."""
     arrays = results[names[0]]["skeleton"]
     skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
     matches, _ = match_joints(skeleton.names, skeleton.parents)
-    if len({m.joint for m in matches.values()}) < HUMANOID_JOINTS:
+    if not is_humanoid(matches):
         return {}
     bones = results[names[0]]["bones"]
     counts = {len(q) for q in bones.values()}
@@ -97,12 +95,9 @@ def human_joints(results, names):
     frames, rest_is_neutral, _ = motion_frames(skeleton, matches, motion)
     preset, out = load_preset("human"), {}
     for name, match in frames.matches.items():
-        rotations = preset_rotations(preset, match.joint)
-        if rotations is None:
-            continue
-        q = frames.basis(name, rotations)
-        q = np.concatenate((q, [[1.0, 0.0, 0.0, 0.0]])) if rest_is_neutral else q
-        out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
+        q = bone_samples(frames, name, preset, rest_is_neutral)
+        if q is not None:
+            out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
     return out
 
 

@@ -30,6 +30,8 @@ PRESET_MODEL = "reach_cone"
 #: An anatomical rotation's mirror image across the body's middle plane (:mod:`.envelope`: every
 #: segment frame has the same axes on both sides, so X is kept and Y, Z flip).
 MIRROR = np.array([1.0, 1.0, -1.0, -1.0])
+#: A skeleton is a humanoid when its bones name at least this many different joints.
+HUMANOID_JOINTS = 8
 #: The reach cones' padding (radians) beyond the envelope's own margin.
 PADDING = 0.05
 
@@ -114,6 +116,23 @@ def preset_rotations(preset, joint):
     return np.concatenate(parts) if parts else None
 
 
+def is_humanoid(matches):
+    """Whether bones matched to joints (``{bone: BoneMatch}``) name a humanoid's:
+    :data:`HUMANOID_JOINTS` different joints at least."""
+    return len({m.joint for m in matches.values()}) >= HUMANOID_JOINTS
+
+
+def bone_samples(frames, name, preset, rest_is_neutral):
+    """The preset's rotations of bone ``name``'s joint in the bone's own axes ``(N, 4)``
+    (``frames``: the rig's :class:`.retarget.RigFrames`), the rest pose last when it is a
+    standing one; None when the preset has nothing for the joint."""
+    rotations = preset_rotations(preset, frames.matches[name].joint)
+    if rotations is None:
+        return None
+    q = frames.basis(name, rotations)
+    return np.concatenate((q, IDENTITY_QUATERNION[None])) if rest_is_neutral else q
+
+
 def preset_limits(skeleton, matches, preset, motion=None, directions=None, padding=PADDING):
     """``(limits {bone: JointLimit}, assumed)``: the preset on a skeleton's matched bones (the
     frames read as :func:`.neutral.motion_frames` reads them, from ``motion (F, n, 4)`` when the
@@ -121,12 +140,9 @@ def preset_limits(skeleton, matches, preset, motion=None, directions=None, paddi
     frames, rest_is_neutral, assumed = motion_frames(skeleton, matches, motion, directions)
     limits = {}
     for name, match in frames.matches.items():
-        rotations = preset_rotations(preset, match.joint)
-        if rotations is None:
+        q = bone_samples(frames, name, preset, rest_is_neutral)
+        if q is None:
             continue
-        q = frames.basis(name, rotations)
-        if rest_is_neutral:
-            q = np.concatenate((q, IDENTITY_QUATERNION[None]))
         left, right = cone_frames(match.joint, *frames.frames_of(name))
         limits[name] = JointLimit.fit(q, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
     return limits, assumed

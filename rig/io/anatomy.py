@@ -14,16 +14,13 @@ import numpy as np
 from ...limits.body import envelope
 from ...limits.body.bone_names import match_joints
 from ...limits.body.neutral import motion_frames
-from ...limits.body.preset import load_preset, preset_rotations
+from ...limits.body.preset import bone_samples, is_humanoid, load_preset
 from ...limits.body.retarget import RigFrames
-from ...limits.constants import IDENTITY_QUATERNION
 from .actions import action_frames, keyed_rotations
 from .skeleton_io import skeleton_from_armature
 
 #: At most this many frames of the rig's action are read for its neutral posture and its hinges.
 MOTION_FRAMES = 2000
-#: A rig is a humanoid when its bones name at least this many different joints.
-HUMANOID_JOINTS = 8
 
 
 @dataclass
@@ -43,8 +40,8 @@ class RigAnatomy:
 
     @property
     def humanoid(self):
-        """Whether the rig is a humanoid (:data:`HUMANOID_JOINTS` joints matched at least)."""
-        return len({m.joint for m in self.frames.matches.values()}) >= HUMANOID_JOINTS
+        """Whether the rig is a humanoid (:func:`...limits.body.preset.is_humanoid`)."""
+        return is_humanoid(self.frames.matches)
 
     def human_samples(self, name):
         """``(joint, basis rotations (N, 4))``: the human preset's rotations of bone ``name``'s
@@ -53,11 +50,8 @@ class RigAnatomy:
         joint = self.joint_of(name)
         if joint is None or not self.humanoid:
             return None
-        rotations = preset_rotations(load_preset("human"), joint)
-        if rotations is None:
-            return None
-        q = self.frames.basis(name, rotations)
-        return joint, np.concatenate((q, IDENTITY_QUATERNION[None])) if self.rest_is_neutral else q
+        q = bone_samples(self.frames, name, load_preset("human"), self.rest_is_neutral)
+        return None if q is None else (joint, q)
 
     def cone_frames(self, name):
         """``(frame_left, frame_right)`` of a reach cone on bone ``name``'s basis rotations in its

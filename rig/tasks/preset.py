@@ -26,11 +26,11 @@ from ...limits.body.preset import (  # noqa: F401 - the preset's data, for calle
     PRESET_MODEL,
     PRESETS,
     Preset,
+    bone_samples,
     load_preset,
     preset_rotations,
     read_preset,
 )
-from ...limits.constants import IDENTITY_QUATERNION
 from ..io.anatomy import RigAnatomy, rig_anatomy
 from ..io.bone_errors import SkippedBones, guarded
 from ..io.storage import read_cloud_clips, write_cloud
@@ -67,13 +67,11 @@ def match_preset(obj, preset, bone_names=None, anatomy=None):
         if name not in wanted or name not in frames.matches:
             continue
         joint = frames.matches[name].joint
-        rotations = preset_rotations(preset, joint)
-        if rotations is None:
+        q = bone_samples(frames, name, preset, anatomy.rest_is_neutral)
+        if q is None:
             no_data[name] = f"{joint}: {preset.not_in_preset.get(joint, 'not in the preset')}"
             continue
-        q = frames.basis(name, rotations)
-        samples[name] = np.concatenate((q, IDENTITY_QUATERNION[None])) if anatomy.rest_is_neutral else q
-        joints[name] = joint
+        samples[name], joints[name] = q, joint
     unmatched = {name: why for name, why in anatomy.unmatched.items() if name in wanted}
     return PresetMatch(samples, joints, unmatched, no_data, anatomy)
 
