@@ -73,13 +73,17 @@ class Range:
     ``twist`` is the axis (``"X"``, ``"Y"``, ``"Z"`` of the segment frame) the joint twists
     about and ``twist_range`` its ``(negative, positive)`` extents; ``swing`` maps each cross
     axis to its ``(negative, positive)`` extents (a turn of the bone about that axis). ``motions``
-    names what each extent is, in the same layout; ``source`` where the numbers come from."""
+    names what each extent is, in the same layout; ``source`` where the numbers come from.
+    ``between``: extents a reference gives between two cross axes, ``((direction, extent), ...)``
+    (direction in degrees from the first cross axis's positive side towards the second's), where
+    a quarter ellipse through the axes' extents would cut real motion off."""
 
     twist: str
     twist_range: tuple
     swing: dict
     motions: dict
     source: str
+    between: tuple = ()
 
     @property
     def cross(self):
@@ -93,7 +97,9 @@ RANGES = {
         (90.0, 70.0),
         {"X": (60.0, 180.0), "Z": (30.0, 180.0)},
         {"X": ("extension", "flexion"), "Z": ("adduction", "abduction"), "Y": ("external rotation", "internal rotation")},
-        "AAOS; adduction past the body 30 (horizontal adduction is flexion with adduction)",
+        "AAOS; adduction past the body 30; horizontal adduction 135 (from 90 of abduction: the arm at "
+        "shoulder height 45 across the body), between flexion and adduction",
+        between=((-45.0, 90.0),),
     ),
     "elbow": Range(
         "Y",
@@ -226,13 +232,22 @@ def motion(joint, vector_degrees):
 def _swing_extent(rng, cross_angles):
     """The swing's allowed angle (radians) in the directions ``cross_angles (...,)`` of the
     cross plane (0: the first cross axis's positive extent, pi/2: the second's): quarter
-    ellipses through the four extents (each with :data:`MARGIN_DEGREES`), at most
+    ellipses through the four extents, widened to the extents ``between`` them (linear in the
+    direction from the neighbouring axes' extents), each with :data:`MARGIN_DEGREES`, at most
     :data:`SWING_CAP_DEGREES`."""
     (a_neg, a_pos), (b_neg, b_pos) = (np.radians(np.asarray(rng.swing[k]) + MARGIN_DEGREES) for k in rng.cross)
     c, s = np.cos(cross_angles), np.sin(cross_angles)
     a = np.where(c >= 0.0, a_pos, a_neg)
     b = np.where(s >= 0.0, b_pos, b_neg)
-    return np.minimum(1.0 / np.sqrt((c / a) ** 2 + (s / b) ** 2), np.radians(SWING_CAP_DEGREES))
+    extent = 1.0 / np.sqrt((c / a) ** 2 + (s / b) ** 2)
+    if rng.between:
+        points = [(0.0, a_pos), (90.0, b_pos), (180.0, a_neg), (270.0, b_neg)]
+        points += [(d % 360.0, np.radians(r + MARGIN_DEGREES)) for d, r in rng.between]
+        points.sort()
+        angles = np.radians([d for d, _ in points] + [points[0][0] + 360.0])
+        extents = [r for _, r in points] + [points[0][1]]
+        extent = np.maximum(extent, np.interp(np.mod(cross_angles, 2.0 * np.pi), angles, extents))
+    return np.minimum(extent, np.radians(SWING_CAP_DEGREES))
 
 
 def _parts(joint, anatomical):
