@@ -9,6 +9,8 @@ import humanoid_variants as hv
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.blender42
+
 VARIANTS = ("t_pose", "a_pose_rolled", "y_up", "rest_not_standing")
 
 
