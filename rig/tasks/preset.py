@@ -90,19 +90,19 @@ class PresetResult:
     assumed: list = field(default_factory=list)
 
 
-def apply_preset(obj, preset, bone_names=None, add_data=False, model=None, mode=None):
+def apply_preset(obj, preset, bone_names=None, add_data=False, model=None, mode=None, own_model=False):
     """Store ``preset``'s rotations as the samples of ``obj``'s matched bones (all, or
     ``bone_names``) and fit each bone: by default with a reach cone in its joint's anatomical
     frames (:data:`PRESET_MODEL`), which holds the references exactly.
 
     ``add_data``: keep the samples the bone has from the user's own clips and add the preset's
     (any earlier preset samples are replaced, not doubled); otherwise the preset's replace
-    them. ``model`` (default :data:`PRESET_MODEL`) and ``mode``, when given, become the fitted
-    bones' settings first. A bone that fails to fit is named in the result's ``skipped`` (its
+    them. ``model`` (default :data:`PRESET_MODEL`; with ``own_model`` each bone keeps its own)
+    and ``mode``, when given, become the fitted bones' settings first. A bone that fails to fit is named in the result's ``skipped`` (its
     samples are still stored, as with *Fit*)."""
     anatomy = rig_anatomy(obj)
     match = match_preset(obj, preset, bone_names, anatomy)
-    model = model or PRESET_MODEL
+    model = model or (None if own_model else PRESET_MODEL)
     fitted, written, skipped = {}, {}, SkippedBones()
     for name, q in match.samples.items():
         pb = obj.pose.bones[name]

@@ -8,7 +8,7 @@ from ._common import armature_in_pose_mode, plural, report_done, selected_bones
 
 
 class JOINTLIMITS_OT_apply_preset(bpy.types.Operator):
-    """Give a humanoid rig's bones limits from the human range-of-motion preset: bones are matched to joints by name (Rigify, Mixamo, Unreal, CMU and other BVH conventions), the preset's rotations are turned into each bone's own axes and rest pose, and each bone is fitted with its settings. Unmatched bones are listed in the text Joint Limits Preset Report"""
+    """Give a humanoid rig's bones the human body's range of motion: bones are matched to joints by name (Rigify, Mixamo, Unreal, CMU and other BVH conventions), the human envelope (clinical ranges with the shapes real motion shows) is turned into each bone's own axes on the rig's neutral posture, and each bone gets a reach cone (or its own model). Unmatched bones and what was assumed are listed in the text Joint Limits Preset Report"""
 
     bl_idname = "pose.joint_limits_apply_preset"
     bl_label = "Apply Human Preset"
@@ -22,6 +22,15 @@ class JOINTLIMITS_OT_apply_preset(bpy.types.Operator):
             ("ADD", "Preset + My Data", "Keep the samples the bones have from your own clips and add the preset's"),
         ),
         default="REPLACE",
+    )
+    fit_with: EnumProperty(
+        name="Fit With",
+        description="The model each matched bone's limit is fitted with",
+        items=(
+            ("REACH_CONE", "Reach Cone", "A reach cone in the joint's anatomical frame: holds the human envelope exactly"),
+            ("BONE", "Bone's Own Model", "Each bone's own model setting (Auto, k-DOP, ...)"),
+        ),
+        default="REACH_CONE",
     )
     selected_only: BoolProperty(
         name="Selected Only", description="Only the selected bones (otherwise every bone of the rig)", default=False
@@ -37,7 +46,8 @@ class JOINTLIMITS_OT_apply_preset(bpy.types.Operator):
         names = [pb.name for pb in selected_bones(context)] if self.selected_only else None
         if names == []:
             raise ValueError("No bone selected (untick Selected Only to use every bone)")
-        result = apply_preset(obj, preset, names, add_data=self.data == "ADD")
+        own = self.fit_with == "BONE"
+        result = apply_preset(obj, preset, names, add_data=self.data == "ADD", own_model=own)
         text = bpy.data.texts.get(TEXT_NAME) or bpy.data.texts.new(TEXT_NAME)
         text.clear()
         text.write(report_text(obj, preset, result))

@@ -322,3 +322,18 @@ def test_a_damaged_preset_file_is_refused_with_what_is_wrong(addon, tmp_path):
         read(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="no preset named 'robot'"):
         addon.rig.tasks.preset.load_preset("robot")
+
+
+def test_the_preset_fits_reach_cones_or_each_bones_own_model(clean_file, addon):
+    obj, _, _ = _rig(addon, hv.rigify_name)
+    for pb in obj.pose.bones:
+        pb.joint_limit.model = MODEL
+    assert _apply(obj) == {"FINISHED"}
+    kinds = {addon.api.limit(pb).model.kind for pb in obj.pose.bones if pb.joint_limit.has_limit}
+    assert kinds == {"reach_cone"} and all(
+        pb.joint_limit.model == "reach_cone" for pb in obj.pose.bones if pb.joint_limit.has_limit
+    )
+    for pb in obj.pose.bones:
+        pb.joint_limit.model = MODEL
+    assert _apply(obj, fit_with="BONE") == {"FINISHED"}
+    assert {addon.api.limit(pb).model.kind for pb in obj.pose.bones if pb.joint_limit.has_limit} == {MODEL}
