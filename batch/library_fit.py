@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..limits.body.bone_names import match_joints
-from ..limits.body.envelope import cone_frames
-from ..limits.body.neutral import motion_frames
-from ..limits.body.preset import bone_samples, is_humanoid, load_preset
+from ..limits.body.preset import is_humanoid, joint_cones, load_preset
 from ..limits.body.skeleton import Skeleton
 from ..limits.body.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
 from ..limits.constants import BONE_AXIS
@@ -79,7 +77,7 @@ def human_joints(results, names):
     skeleton is a humanoid (:func:`..limits.body.preset.is_humanoid`): each joint's human preset rotations (the
     envelope with what real motion showed) in the bone's space and the reach cone's frames,
     read on the skeleton's rest pose, or on the first clip's most neutral frame when the rest
-    pose is not a standing one (:func:`..limits.body.neutral.motion_frames`). Empty otherwise."""
+    pose is not a standing one (:func:`..limits.body.preset.joint_cones`). Empty otherwise."""
     arrays = results[names[0]]["skeleton"]
     skeleton = Skeleton(arrays["names"], arrays["parents"], arrays["heads"], arrays["tails"], arrays["rest"])
     matches, _ = match_joints(skeleton.names, skeleton.parents)
@@ -92,13 +90,7 @@ def human_joints(results, names):
         motion = np.tile([1.0, 0.0, 0.0, 0.0], (counts.pop(), len(skeleton), 1))
         for name, q in bones.items():
             motion[:, skeleton.index(name)] = q
-    frames, rest_is_neutral, _ = motion_frames(skeleton, matches, motion)
-    preset, out = load_preset("human"), {}
-    for name, match in frames.matches.items():
-        q = bone_samples(frames, name, preset, rest_is_neutral)
-        if q is not None:
-            out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
-    return out
+    return joint_cones(skeleton, matches, load_preset("human"), motion)[0]
 
 
 def fit_library(results, model, symmetry=True, **settings):

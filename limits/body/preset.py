@@ -133,16 +133,27 @@ def bone_samples(frames, name, preset, rest_is_neutral):
     return np.concatenate((q, IDENTITY_QUATERNION[None])) if rest_is_neutral else q
 
 
-def preset_limits(skeleton, matches, preset, motion=None, directions=None, padding=PADDING):
-    """``(limits {bone: JointLimit}, assumed)``: the preset on a skeleton's matched bones (the
-    frames read as :func:`.neutral.motion_frames` reads them, from ``motion (F, n, 4)`` when the
-    rest pose is not a standing one), a reach cone each; ``assumed`` in words."""
+def joint_cones(skeleton, matches, preset, motion=None, directions=None):
+    """``({bone: (joint, frame_left, frame_right, samples (N, 4))}, assumed)``: what a reach cone
+    of the preset needs on each of a skeleton's matched bones: the preset's rotations in the
+    bone's own axes (:func:`bone_samples`) and the cone's frames (:func:`.envelope.cone_frames`),
+    the frames read as :func:`.neutral.motion_frames` reads them (from ``motion (F, n, 4)`` when
+    the rest pose is not a standing one); ``assumed`` in words."""
     frames, rest_is_neutral, assumed = motion_frames(skeleton, matches, motion, directions)
-    limits = {}
+    out = {}
     for name, match in frames.matches.items():
         q = bone_samples(frames, name, preset, rest_is_neutral)
-        if q is None:
-            continue
-        left, right = cone_frames(match.joint, *frames.frames_of(name))
-        limits[name] = JointLimit.fit(q, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
+        if q is not None:
+            out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
+    return out, assumed
+
+
+def preset_limits(skeleton, matches, preset, motion=None, directions=None, padding=PADDING):
+    """``(limits {bone: JointLimit}, assumed)``: the preset on a skeleton's matched bones, a reach
+    cone each (:func:`joint_cones`); ``assumed`` in words."""
+    cones, assumed = joint_cones(skeleton, matches, preset, motion, directions)
+    limits = {
+        name: JointLimit.fit(q, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
+        for name, (_, left, right, q) in cones.items()
+    }
     return limits, assumed
