@@ -32,6 +32,12 @@ PRESET_MODEL = "reach_cone"
 MIRROR = np.array([1.0, 1.0, -1.0, -1.0])
 #: A skeleton is a humanoid when its bones name at least this many different joints.
 HUMANOID_JOINTS = 8
+#: A spine or neck bone's range is this many equal shares of its chain's (:func:`.retarget.chain_share`):
+#: solvers and animators do not spread a bend evenly (a 2-bone neck's first bone carries up to 0.7
+#: of the chain's flexion in Bandai's dance). Each bone is limited alone, so an impossible chain
+#: pose spread evenly passes once this reaches its ratio to the envelope: 1.29 for the head bent
+#: back 110 degrees (the neck's extension is 85 with the margin).
+CHAIN_HEADROOM = 1.1
 #: The reach cones' padding (radians) beyond the envelope's own margin.
 PADDING = 0.05
 
@@ -103,16 +109,22 @@ def read_preset(path):
     )
 
 
+def _preset_parts(preset, joint):
+    """``(the envelope's rotations or None, [learnt rotations])`` of ``joint``."""
+    envelope = envelope_samples(joint) if base_of(joint) in RANGES else None
+    learnt = [preset.joints[joint]] if joint in preset.joints else []
+    other = {"L": "R", "R": "L"}.get(joint.rpartition(".")[2])
+    if other is not None and f"{base_of(joint)}.{other}" in preset.joints:
+        learnt.append(preset.joints[f"{base_of(joint)}.{other}"] * MIRROR)
+    return envelope, learnt
+
+
 def preset_rotations(preset, joint):
     """Anatomical rotations ``(N, 4)`` of ``joint``: the human envelope's (the references,
     :mod:`...limits.body.envelope`) joined with the shapes real motion showed (the preset's, on
     both sides: the other side's seen in the mirror), or None when neither has the joint."""
-    parts = [envelope_samples(joint)] if base_of(joint) in RANGES else []
-    if joint in preset.joints:
-        parts.append(preset.joints[joint])
-    other = {"L": "R", "R": "L"}.get(joint.rpartition(".")[2])
-    if other is not None and f"{base_of(joint)}.{other}" in preset.joints:
-        parts.append(preset.joints[f"{base_of(joint)}.{other}"] * MIRROR)
+    envelope, learnt = _preset_parts(preset, joint)
+    parts = ([] if envelope is None else [envelope]) + learnt
     return np.concatenate(parts) if parts else None
 
 
@@ -125,11 +137,15 @@ def is_humanoid(matches):
 def bone_samples(frames, name, preset, rest_is_neutral):
     """The preset's rotations of bone ``name``'s joint in the bone's own axes ``(N, 4)``
     (``frames``: the rig's :class:`.retarget.RigFrames`), the rest pose last when it is a
-    standing one; None when the preset has nothing for the joint."""
-    rotations = preset_rotations(preset, frames.matches[name].joint)
-    if rotations is None:
+    standing one; None when the preset has nothing for the joint. A spine or neck bone takes
+    :data:`CHAIN_HEADROOM` shares of the envelope (the shapes real motion showed are whole
+    chain poses: shared evenly)."""
+    envelope, learnt = _preset_parts(preset, frames.matches[name].joint)
+    parts = [] if envelope is None else [frames.basis(name, envelope, headroom=CHAIN_HEADROOM)]
+    parts += [frames.basis(name, q) for q in learnt]
+    if not parts:
         return None
-    q = frames.basis(name, rotations)
+    q = np.concatenate(parts)
     return np.concatenate((q, IDENTITY_QUATERNION[None])) if rest_is_neutral else q
 
 

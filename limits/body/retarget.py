@@ -235,13 +235,16 @@ def basis_from_anatomical(anatomical, rest, bone_frame, parent_frame):
     return quaternion_short_way(quaternion_multiply(quaternion_conjugate(r), quaternion_multiply(delta, r)))
 
 
-def chain_share(anatomical, share):
+def chain_share(anatomical, share, headroom=1.0):
     """Each of ``share`` chain bones' part ``a ** (1 / share)`` of chain rotations ``(..., 4)``
-    (the same axis, the angle divided; taken the short way)."""
+    (the same axis, the angle divided; taken the short way); with ``headroom`` > 1, that many
+    equal parts, at most the whole: ``a ** min(1, headroom / share)``."""
     if int(share) != share or share < 1:
         raise ValueError(f"a chain share is a whole number of bones >= 1, got {share}")
+    if not headroom >= 1.0:
+        raise ValueError(f"a chain's headroom is at least 1, got {headroom}")
     v = exp_map_from_quaternion(quaternion_short_way(as_quaternions(anatomical, "anatomical")))
-    return quaternion_from_exp_map(v / share)
+    return quaternion_from_exp_map(v * min(1.0, headroom / share))
 
 
 class RigFrames:
@@ -313,7 +316,8 @@ class RigFrames:
                 continue
             turns.update(dict.fromkeys(limb, turn))
         self._turn(turns, parents)
-        self._chained(posed, parents, directions)
+        at_rest = self._neutral_at_rest(posture, motion) if delta is not None and motion is not None else set()
+        self._chained(posed, parents, directions, at_rest)
 
     def _hinges(self):
         """``[(joint, hinge bone, limb bones)]`` for every matched elbow and knee: the limb
@@ -370,25 +374,52 @@ class RigFrames:
                 out[joint] = (turn, int(bent.sum()))
         return out
 
-    def _chained(self, posed, parents, directions):
+    def _neutral_at_rest(self, posture, motion):
+        """The feet, toes and hands (bone indices) whose ``motion (F, n, 4)`` stays nearer their
+        rest than the ``posture (n, 4)`` frame's pose (median angle of their local rotations):
+        the posture frame was chosen for the legs, spine and arms, and its wrist or toe may be
+        bent anywhere; the rig's rest is its author's straight hand."""
+        motion = as_quaternions(motion, "motion").reshape(-1, len(self.skeleton), 4)
+        out = set()
+        for b in self.bones:
+            if self.matches[self.skeleton.names[b]].base not in NEUTRAL_AT_REST:
+                continue
+            to_rest = np.abs(motion[:, b, 0])
+            to_posture = np.abs(np.sum(motion[:, b] * posture[b], axis=-1))
+            if np.median(to_rest) > np.median(to_posture):  # (|cos| of half the angle)
+                out.add(b)
+        return out
+
+    def _chained(self, posed, parents, directions, at_rest=()):
         """Frames that follow from the parent's, in the neutral posture (``posed`` ``(n, 3, 3)``:
         each bone's turn from rest to it; ``directions`` posed): a forearm's or shin's is its
         parent's swung onto the bone (an elbow or knee has no twist of its own at rest), a
         foot's, toe's or hand's its parent's turned by the joint's neutral rotation
-        (:data:`NEUTRAL_AT_REST`: a foot flat, toes and hand straight, however the bones point)."""
+        (:data:`NEUTRAL_AT_REST`: a foot flat, toes and hand straight, however the bones point).
+        A foot, toe or hand in ``at_rest`` keeps its rest relation instead (:meth:`_neutral_at_rest`)."""
         for k, b in enumerate(self.bones):
-            base, p = self.matches[self.skeleton.names[b]].base, parents[k]
+            match, p = self.matches[self.skeleton.names[b]], parents[k]
+            base = match.base
             if p < 0 or (base not in NEUTRAL_AT_REST and base not in HINGE_FLEXION):
                 continue
             parent = posed[p] @ self.parent_frames[k]
             if base in HINGE_FLEXION:
                 frame = _rotation_between(parent[:, 1], directions[b]) @ parent
             else:
+                if b in at_rest:
+                    self.assumed.append(f"{match.joint}'s neutral is its rest (its motion stays nearer it than the posture's)")
+                    self.bone_frames[k] = self.parent_frames[k] @ NEUTRAL_AT_REST[base]
+                    self._inherit(k, b, parents)
+                    continue
                 frame = parent @ NEUTRAL_AT_REST[base]
             self.bone_frames[k] = posed[b].T @ frame
-            for j, other in enumerate(parents):
-                if other == b:
-                    self.parent_frames[j] = self.bone_frames[k]
+            self._inherit(k, b, parents)
+
+    def _inherit(self, k, b, parents):
+        """Bone ``b``'s children take its frame (``k``: its index in ``self.bones``) as their parent's."""
+        for j, other in enumerate(parents):
+            if other == b:
+                self.parent_frames[j] = self.bone_frames[k]
 
     def _turn(self, turns, parents):
         """Turn the frames of the bones in ``turns`` (``{bone: angle}``) about their own Y."""
@@ -419,12 +450,13 @@ class RigFrames:
         bone (for a chain bone: its own part, not the chain's)."""
         return anatomical_from_basis(basis, *self._at(name))
 
-    def basis(self, name, anatomical):
+    def basis(self, name, anatomical, headroom=1.0):
         """The basis rotations ``(N, 4)`` of bone ``name`` for its joint's anatomical rotations
-        ``(N, 4)`` (a chain joint's are shared out over its chain first)."""
+        ``(N, 4)`` (a chain joint's are shared out over its chain first, :func:`chain_share`
+        with ``headroom``: 1 poses the chain, more gives a bone's range within it)."""
         match = self.matches[name]
         if match.base in CHAIN_JOINTS:
-            anatomical = chain_share(anatomical, match.share)
+            anatomical = chain_share(anatomical, match.share, headroom)
         return basis_from_anatomical(anatomical, *self._at(name))
 
     def joint_rotations(self, basis):

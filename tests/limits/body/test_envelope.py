@@ -11,6 +11,7 @@ import limits
 from limits.body import envelope
 from limits.body.bone_names import match_joints
 from limits.body.neutral import neutral_posture, rest_problems
+from limits.body.preset import CHAIN_HEADROOM
 from limits.body.retarget import RigFrames
 from limits.body.skeleton import (
     armature_rotations,
@@ -91,10 +92,11 @@ RIGS = _rig_variants()
 
 def _cones(skeleton, frames):
     """``{bone: (joint, reach cone)}`` fitted as the preset fits them: the envelope's samples
-    turned into each matched bone's basis, in its anatomical frames."""
+    turned into each matched bone's basis (a chain bone's with the preset's headroom), in its
+    anatomical frames."""
     out = {}
     for name, match in frames.matches.items():
-        basis = frames.basis(name, envelope.envelope_samples(match.joint))
+        basis = frames.basis(name, envelope.envelope_samples(match.joint), headroom=CHAIN_HEADROOM)
         left, right = envelope.cone_frames(match.joint, *frames.frames_of(name))
         out[name] = (match.joint, ReachConeLimit.fit(basis, padding=0.0, frame_left=left, frame_right=right))
     return out
@@ -160,3 +162,28 @@ def test_a_hinge_straight_at_rest_bends_the_way_the_motion_bends_it():
     np.testing.assert_allclose(v[:, 2], 0.0, atol=1e-6)  # flexion about X alone
     np.testing.assert_allclose(v[:, 0], angles, atol=1e-6)
     assert any("elbow.L bends the way the motion bends it" in a for a in frames.assumed)
+
+
+def test_a_hand_bent_in_the_posture_frame_keeps_its_rest_as_its_neutral():
+    """On a rig rested in a pose, the neutral posture is a motion frame chosen for the legs,
+    spine and arms: a hand bent and turned on that frame must not move the wrist's neutral when
+    the motion's hand stays nearer its rest."""
+    body = humanoid_skeleton()
+    matches = match_joints(body.names, body.parents)[0]
+    posed = hv.rested_in_pose(limits, body)
+    plain = RigFrames(body, matches)
+    hand = next(n for n, m in matches.items() if m.joint == "wrist.L")
+    rng = np.random.default_rng(6)
+    motion = np.tile([1.0, 0.0, 0.0, 0.0], (40, len(body), 1))
+    motion[:, body.index(hand)] = plain.basis(hand, inside_motion("wrist.L", 40, rng, share=0.3))
+    motion[0, body.index(hand)] = plain.basis(hand, envelope.motion("wrist.L", [(0.0, 70.0, 60.0)]))[0]
+    on_posed = local_from_armature_rotations(posed, armature_rotations(body, motion))
+    frame, posture = neutral_posture(posed, matches, on_posed)
+    assert frame == 0  # (the one standing frame)
+    frames = RigFrames(posed, matches, posture=posture, motion=on_posed)
+    assert "wrist.L's neutral is its rest (its motion stays nearer it than the posture's)" in frames.assumed
+    expected = plain.anatomical(hand, motion[:, body.index(hand)])
+    got = frames.anatomical(hand, on_posed[:, posed.index(hand)])
+    np.testing.assert_allclose(np.abs(np.sum(got * expected, axis=-1)), 1.0, atol=1e-9)
+    # without the motion there is nothing to tell by: the posture frame's hand is the neutral
+    assert np.abs(RigFrames(posed, matches, posture=posture).anatomical(hand, on_posed[:1, posed.index(hand)])[0, 0]) > 1 - 1e-9

@@ -142,6 +142,19 @@ def test_chains_share_their_rotation_evenly():
         chain_share(total, 0)
 
 
+def test_a_chain_bone_with_headroom_takes_more_than_its_even_share_and_at_most_the_whole():
+    total = quaternion_from_exp_map(np.array([[0.0, 0.0, 1.2]]))
+    assert (
+        np.degrees(
+            quaternion_angle(chain_share(total, 2, headroom=1.1), quaternion_from_exp_map(np.array([[0.0, 0.0, 0.66]])))
+        ).max()
+        < 1e-9
+    )
+    assert np.degrees(quaternion_angle(chain_share(total, 1, headroom=1.5), total)).max() < 1e-9
+    with pytest.raises(ValueError, match="headroom"):
+        chain_share(total, 2, headroom=0.5)
+
+
 def test_a_spine_of_two_bones_and_of_three_compose_alike():
     """A rig with more spine bones gives each a smaller share; the chain as a whole turns the
     chest the same."""
