@@ -11,12 +11,13 @@ averaged over the folds and the joints) and per joint its recall and volume. Cli
 the add-on's numpy BVH reader (the first clip's skeleton names the joints).
 
     ./dev bench bench/bench_generalization.py CLIP.bvh [...] [--models auto kdop:FULL:0.3 sdf_grid::0.15 ...]
-        [--joints UpperArm_L UpperArm_R ...] [--sides-apart]
+        [--joints UpperArm_L UpperArm_R ...] [--sides-apart] [--envelope-only] [--envelope-scale 1.0 0.8 ...]
 
 A model is ``kind[:mode[:padding]]`` (padding in radians; default: the library fit's 0.05).
 ``auto`` on a humanoid skeleton is the default fit of a humanoid: each joint's data joined with
 the human envelope, a reach cone (``--envelope-only``: without the preset's learnt shapes).
-Its k-DOP figures sit near issue 13's held-out table, so it is the proxy to watch for that
+``--envelope-scale`` repeats ``auto`` with every extent of the envelope (references and margin)
+scaled: the trade between held-out recall and volume the envelope leaves. Its k-DOP figures sit near issue 13's held-out table, so it is the proxy to watch for that
 issue's goal (figures: BENCHMARKS.md).
 """
 
@@ -59,6 +60,13 @@ def main():
         help="auto on a humanoid: the human envelope without the preset's learnt shapes (learnt from the shared clips, "
         "so a held-out shared clip's own shapes are in them)",
     )
+    p.add_argument(
+        "--envelope-scale",
+        nargs="*",
+        type=float,
+        default=[],
+        help="also fit auto with the envelope's extents scaled by each factor (the recall-volume trade)",
+    )
     args = p.parse_args()
     if args.envelope_only:
         addon.limits.body.preset.load_preset("human").joints.clear()
@@ -70,8 +78,15 @@ def main():
     print(f"{len(results)} clips read in {time.perf_counter() - t:.1f} s; symmetry {'off' if args.sides_apart else 'on'}")
     uniform = addon.limits.geometry.quaternion.quaternion_random(args.random, 0)
     names = sorted(results)
-    for spec in args.models:
+    envelope = addon.limits.body.envelope
+    ranges, margin = dict(envelope.RANGES), envelope.MARGIN_DEGREES
+    runs = [(spec, None) for spec in args.models] + [("auto", k) for k in args.envelope_scale]
+    for spec, scale in runs:
         kind, settings = _setup.model_spec(spec)
+        envelope.RANGES.update(ranges if scale is None else {j: _scaled(r, scale) for j, r in ranges.items()})
+        envelope.MARGIN_DEGREES = margin if scale is None else margin * scale
+        if scale is not None:
+            spec = f"auto, envelope x{scale:g}"
         t = time.perf_counter()
         recall, volume, whole, frames, inside = {}, {}, [], 0, 0
         for held in names:
@@ -95,6 +110,18 @@ def main():
             print(
                 f"  {j:<14} recall {np.mean(recall[j]):.3f} (worst clip {np.min(recall[j]):.3f})  volume {np.mean(volume[j]):.2%}"
             )
+
+
+def _scaled(rng, k):
+    """Envelope range ``rng`` with every extent times ``k``."""
+    import dataclasses
+
+    return dataclasses.replace(
+        rng,
+        twist_range=tuple(k * v for v in rng.twist_range),
+        swing={a: tuple(k * v for v in ext) for a, ext in rng.swing.items()},
+        between=tuple((d, k * r) for d, r in rng.between),
+    )
 
 
 if __name__ == "__main__":
