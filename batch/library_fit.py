@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..limits.body.bone_names import match_joints
-from ..limits.body.preset import is_humanoid, joint_cones, load_preset
+from ..limits.body.preset import is_humanoid, joint_cones, load_preset, within_body
 from ..limits.body.skeleton import Skeleton
 from ..limits.body.symmetry import BodyMirror, learn_from_both_sides, neutral_pose
 from ..limits.constants import BONE_AXIS
@@ -39,7 +39,7 @@ class LibraryFit:
     rests: dict = field(default_factory=dict)
     heading: list = field(default_factory=list)
     settings: dict = field(default_factory=dict)
-    #: ``{bone: (joint, frame_left, frame_right, envelope samples)}``: a humanoid's joints, which
+    #: ``{bone: JointCone}`` (:func:`..limits.body.preset.joint_cones`): a humanoid's joints, which
     #: ``auto`` fits with the human envelope (:func:`human_joints`)
     human: dict = field(default_factory=dict)
 
@@ -47,12 +47,15 @@ class LibraryFit:
         """One limit of ``cloud (N, 4)`` for the clips' ``bone``; ``change`` ``C (4,)``: the
         cloud is in another bone space, ``C^-1 q C`` (a rig's, :mod:`.onto_rig`)."""
         if self.model == "auto" and bone in self.human:
-            _, left, right, envelope = self.human[bone]
+            _, left, right, envelope, body = self.human[bone]
             if change is not None:
                 c, inverse = np.asarray(change, dtype=float), quaternion_conjugate(change)
                 left, right = quaternion_multiply(left, c), quaternion_multiply(inverse, right)
-                envelope = quaternion_multiply(inverse[None], quaternion_multiply(envelope, c[None]))
-            cloud = np.concatenate((cloud, envelope))
+                envelope, body = (
+                    None if q is None else quaternion_multiply(inverse[None], quaternion_multiply(q, c[None]))
+                    for q in (envelope, body)
+                )
+            cloud = np.concatenate((cloud[within_body(cloud, body, left, right)], envelope))
             padding = self.settings["padding"]
             return JointLimit.fit(cloud, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
         allowed = model_class(self.model).FIT_OPTIONS

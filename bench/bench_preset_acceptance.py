@@ -10,8 +10,10 @@ A bone is inside on a frame when its geodesic violation (radians to the nearest 
 ``limit.model.violation``) is at most ``--tolerance`` degrees; a frame is accepted when every
 limited bone is inside (bones without rotation keys stand at rest). Per clip: frames read
 (every ``--step``-th), the share accepted, the bones limited, and up to three bones most often
-outside (share of frames out, 99th-percentile violation); then the share over all frames of all
-clips and the mean over clips. Clips are development data (``../shared/mocap/README.md``).
+outside (share of frames out, 99th-percentile violation), and how many poses of the impossible
+set (:func:`limits.body.envelope.impossible_poses`, posed on the clip's rig through its
+anatomical frames, a chain joint's spread evenly over its bones) the limits refuse; then the
+share over all frames of all clips and the mean over clips. Clips are development data (``../shared/mocap/README.md``).
 """
 
 import argparse
@@ -45,8 +47,27 @@ def import_clip(path):
     return obj
 
 
+def refused_impossible(obj, tolerance):
+    """``(refused, poses)``: the impossible poses of joints the rig has that its limits refuse
+    (some limited bone of the joint more than ``tolerance`` degrees outside)."""
+    frames = addon.rig.io.anatomy.rig_anatomy(obj).frames
+    limits = {name: storage.read_limit(obj.pose.bones[name]) for name in frames.matches}
+    refused = total = 0
+    for pose in addon.limits.body.envelope.impossible_poses():
+        bones = [n for n, m in frames.matches.items() if m.joint == pose.joint and limits[n] is not None]
+        if not bones:
+            continue
+        total += 1
+        worst = max(
+            np.degrees(limits[n].model.violation(limits[n].to_relative(frames.basis(n, pose.anatomical()[None]))))[0]
+            for n in bones
+        )
+        refused += int(worst > tolerance)
+    return refused, total
+
+
 def measure(path, step):
-    """``(result, seconds to apply, frames, {bone: (F,) degrees outside its limit})``."""
+    """``(result, seconds to apply, frames, {bone: (F,) degrees outside its limit}, obj)``."""
     obj = import_clip(path)
     t = time.perf_counter()
     result = preset.apply_preset(obj, preset.load_preset("human"))
@@ -61,7 +82,7 @@ def measure(path, step):
         limit = storage.read_limit(obj.pose.bones[name])
         if limit is not None:
             degrees[name] = np.degrees(limit.model.violation(limit.to_relative(q[:, b])))
-    return result, seconds, len(frames), degrees
+    return result, seconds, len(frames), degrees, obj
 
 
 def main():
@@ -73,10 +94,11 @@ def main():
     args = p.parse_args()
     paths = [Path(s) for s in args.paths] or sorted(Path(args.dir).glob("*.bvh"))
 
-    total_frames, total_accepted, shares = 0, 0, []
+    total_frames, total_accepted, shares, total_refused, total_poses = 0, 0, [], 0, 0
     for path in paths:
         try:
-            result, seconds, count, degrees = measure(path, args.step)
+            result, seconds, count, degrees, obj = measure(path, args.step)
+            refused, poses = refused_impossible(obj, args.tolerance)
         except Exception as err:  # one bad clip must not stop the rest
             lines = [line for line in str(err).splitlines() if line.strip() and not line.startswith("Location:")]
             print(f"{path.name}: FAILED {type(err).__name__}: {lines[-1] if lines else ''}")
@@ -86,7 +108,11 @@ def main():
         share = 100.0 * accepted / max(count, 1)
         total_frames, total_accepted = total_frames + count, total_accepted + accepted
         shares.append(share)
-        print(f"{path.name}: {count} frames, {share:.1f}% accepted, {len(degrees)} bones limited ({seconds:.1f} s to apply)")
+        print(
+            f"{path.name}: {count} frames, {share:.1f}% accepted, {len(degrees)} bones limited ({seconds:.1f} s to apply); "
+            f"impossible set {refused} of {poses} refused"
+        )
+        total_refused, total_poses = total_refused + refused, total_poses + poses
         worst = sorted((n for n in out if out[n].any()), key=lambda n: out[n].mean(), reverse=True)[:3]
         for name in worst:
             print(f"    {name:<24} out {100 * out[name].mean():5.1f}%   p99 {np.percentile(degrees[name], 99):6.1f} deg")
@@ -97,7 +123,7 @@ def main():
     if shares:
         print(
             f"total: {100 * total_accepted / max(total_frames, 1):.1f}% of {total_frames} frames accepted;"
-            f" mean over {len(shares)} clips {np.mean(shares):.1f}%"
+            f" mean over {len(shares)} clips {np.mean(shares):.1f}%; impossible set {total_refused} of {total_poses} refused"
         )
 
 

@@ -29,8 +29,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 #: A frame further than this from both neighbours is a solver spike (degrees).
 SPIKE_DEGREES = 20.0
-#: Rotations further than this outside the envelope are a solver's error, not a body (degrees).
-BEYOND_DEGREES = 15.0
 #: Rotation vectors are stored with this many decimals (radians: 0.06 degrees at most).
 DECIMALS = 3
 #: At most this many rotations per joint and clip are kept (spread over the clip).
@@ -85,9 +83,13 @@ def clip_rotations(addon, path):
     return frames.joint_rotations(motion), assumed
 
 
-def build(paths, beyond=BEYOND_DEGREES):
-    """``(joints {joint: rotation vectors (N, 3)}, per clip {file: {joint: kept}}, notes)``."""
+def build(paths, beyond=None):
+    """``(joints {joint: rotation vectors (N, 3)}, per clip {file: {joint: kept}}, notes, beyond)``:
+    rotations at most ``beyond`` degrees outside the envelope are kept (default: where a solver's
+    errors start, :data:`limits.body.envelope.SOLVER_ERROR_DEGREES`)."""
     addon = blender_session.load_extension()  # the add-on's package: its BVH reader and maths
+    if beyond is None:
+        beyond = addon.limits.body.envelope.SOLVER_ERROR_DEGREES
     qm, envelope = addon.limits.geometry.quaternion, addon.limits.body.envelope
     kept, per_clip, notes = {}, {}, {}
     for path in paths:
@@ -106,7 +108,7 @@ def build(paths, beyond=BEYOND_DEGREES):
             if len(index):
                 kept.setdefault(joint, []).append(qm.exp_map_from_quaternion(qm.quaternion_short_way(q[index])))
     joints = {j: np.round(np.concatenate(v), DECIMALS) + 0.0 for j, v in sorted(kept.items())}  # (+ 0.0: no -0.0)
-    return joints, per_clip, notes
+    return joints, per_clip, notes, beyond
 
 
 def preset_text(paths, joints, per_clip, notes, beyond):
@@ -150,10 +152,10 @@ def main(argv=None):
     p.add_argument(
         "--output", default=str(ROOT / "limits" / "body" / "preset_data" / "human_rom.json"), help="preset file to write"
     )
-    p.add_argument("--beyond", type=float, default=BEYOND_DEGREES, help="degrees beyond the envelope still learnt")
+    p.add_argument("--beyond", type=float, default=None, help="degrees beyond the envelope still learnt (default 15)")
     args = p.parse_args(argv)
-    joints, per_clip, notes = build(args.bvh, args.beyond)
-    text = preset_text(args.bvh, joints, per_clip, notes, args.beyond)
+    joints, per_clip, notes, beyond = build(args.bvh, args.beyond)
+    text = preset_text(args.bvh, joints, per_clip, notes, beyond)
     json.loads(text)  # it reads back
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text, encoding="utf-8")

@@ -59,6 +59,10 @@ from ..geometry.swing_twist import swing_twist_from_quaternion
 
 #: Play around the references for the spread between people (degrees): added to every extent.
 MARGIN_DEGREES = 10.0
+#: Further than this beyond the envelope a rotation is a capture solver's error, not a body's (CMU
+#: 143_21's head folded onto the chest on every frame): the preset does not learn it, the default
+#: fit of a humanoid leaves it out. Every impossible pose is further out (degrees).
+SOLVER_ERROR_DEGREES = 15.0
 
 #: The largest swing (degrees): at a half turn the split into swing and twist is undefined.
 SWING_CAP_DEGREES = 179.0

@@ -8,14 +8,17 @@ batch workers check clips against it without Blender; :mod:`rig.tasks.preset` pu
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ..constants import IDENTITY_QUATERNION
 from ..geometry.quaternion import check_finite, quaternion_from_exp_map
 from ..joint import JointLimit
-from .envelope import RANGES, base_of, cone_frames, envelope_samples
+from ..models.reach_cone import ReachConeLimit
+from .envelope import RANGES, SOLVER_ERROR_DEGREES, base_of, cone_frames, envelope_samples
 from .neutral import motion_frames
+from .retarget import basis_from_anatomical
 
 #: Where the presets are (JSON files shipped with the extension).
 PRESET_DIR = Path(__file__).resolve().parent / "preset_data"
@@ -149,18 +152,31 @@ def bone_samples(frames, name, preset, rest_is_neutral):
     return np.concatenate((q, IDENTITY_QUATERNION[None])) if rest_is_neutral else q
 
 
+class JointCone(NamedTuple):
+    """What a reach cone of the preset needs on one bone (:func:`joint_cones`): its joint's
+    ``match``, the cone's frames, the preset's ``samples (N, 4)`` and the envelope's ``body``
+    samples (:func:`body_samples`), all in the bone's own axes."""
+
+    match: object
+    frame_left: np.ndarray
+    frame_right: np.ndarray
+    samples: np.ndarray
+    body: object
+
+
 def joint_cones(skeleton, matches, preset, motion=None, directions=None):
-    """``({bone: (joint, frame_left, frame_right, samples (N, 4))}, assumed)``: what a reach cone
-    of the preset needs on each of a skeleton's matched bones: the preset's rotations in the
-    bone's own axes (:func:`bone_samples`) and the cone's frames (:func:`.envelope.cone_frames`),
-    the frames read as :func:`.neutral.motion_frames` reads them (from ``motion (F, n, 4)`` when
-    the rest pose is not a standing one); ``assumed`` in words."""
+    """``({bone: JointCone}, assumed)``: a reach cone's inputs on each of a skeleton's matched
+    bones: the preset's rotations in the bone's own axes (:func:`bone_samples`) and the cone's
+    frames (:func:`.envelope.cone_frames`), the frames read as :func:`.neutral.motion_frames`
+    reads them (from ``motion (F, n, 4)`` when the rest pose is not a standing one); ``assumed``
+    in words."""
     frames, rest_is_neutral, assumed = motion_frames(skeleton, matches, motion, directions)
     out = {}
     for name, match in frames.matches.items():
         q = bone_samples(frames, name, preset, rest_is_neutral)
         if q is not None:
-            out[name] = (match.joint, *cone_frames(match.joint, *frames.frames_of(name)), q)
+            left, right = cone_frames(match.joint, *frames.frames_of(name))
+            out[name] = JointCone(match, left, right, q, body_samples(frames, name))
     return out, assumed
 
 
@@ -170,6 +186,28 @@ def preset_limits(skeleton, matches, preset, motion=None, directions=None, paddi
     cones, assumed = joint_cones(skeleton, matches, preset, motion, directions)
     limits = {
         name: JointLimit.fit(q, kind="reach_cone", reference="REST", padding=padding, frame_left=left, frame_right=right)
-        for name, (_, left, right, q) in cones.items()
+        for name, (_, left, right, q, _) in cones.items()
     }
     return limits, assumed
+
+
+def body_samples(frames, name):
+    """The human envelope's rotations of bone ``name``'s joint in the bone's own axes ``(N, 4)``,
+    a spine or neck bone taking its whole chain's (solvers spread a bend unevenly, but no bone
+    turns further than its chain), for :func:`within_body`; None for a joint the envelope does
+    not know."""
+    joint = frames.matches[name].joint
+    if base_of(joint) not in RANGES:
+        return None
+    return basis_from_anatomical(envelope_samples(joint), *frames.frames_of(name))
+
+
+def within_body(cloud, body, frame_left, frame_right):
+    """Which of a bone's samples ``cloud (N, 4)`` a body could make, ``(N,)`` bool: at most
+    :data:`.envelope.SOLVER_ERROR_DEGREES` outside the reach cone of ``body`` (the envelope on the
+    bone, :func:`body_samples`) in the cone's frames. Further out is a capture solver's error,
+    which the default fit of a humanoid leaves out (the preset learns nothing from it either)."""
+    if body is None:
+        return np.ones(len(cloud), dtype=bool)
+    reach = ReachConeLimit.fit(body, padding=np.radians(SOLVER_ERROR_DEGREES), frame_left=frame_left, frame_right=frame_right)
+    return reach.contains(cloud)

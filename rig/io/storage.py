@@ -57,6 +57,14 @@ def clips_from_text(text, count):
     return runs
 
 
+def kept_runs(runs, keep):
+    """Runs ``[(name, count), ...]`` of the samples ``keep (N,)`` (bool) keeps, in order; runs left
+    empty are dropped."""
+    edges = np.cumsum([0] + [n for _, n in runs])
+    counts = [int(np.count_nonzero(keep[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return [(name, n) for (name, _), n in zip(runs, counts, strict=True) if n]
+
+
 def clip_labels(runs):
     """``(N,)`` clip name of every sample from runs ``[(name, count), ...]``."""
     return np.repeat(np.array([name for name, _ in runs], dtype=object), [n for _, n in runs])

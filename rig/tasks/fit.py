@@ -6,6 +6,7 @@ import json
 import bpy
 import numpy as np
 
+from ...limits.body.preset import body_samples, within_body
 from ...limits.body.skeleton import carries_heading as skeleton_carries_heading
 from ...limits.constants import BONE_AXIS
 from ...limits.geometry.swing_twist import twist_axis_from_children
@@ -15,7 +16,7 @@ from ...limits.registry import model_class
 from ..io.actions import action_fcurves, keyed_rotations
 from ..io.anatomy import rig_anatomy
 from ..io.bone_errors import SkippedBones, guarded
-from ..io.storage import clip_labels, read_cloud_clips, write_limit
+from ..io.storage import clip_labels, kept_runs, read_cloud_clips, write_limit
 from .fit_report import rig_report_text, write_report_text
 from .sample import dropped_message, sample_rotations, store_clouds
 from .symmetry import body_mirror
@@ -95,8 +96,10 @@ def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
         anatomy = anatomy or rig_anatomy(obj)
         human = anatomy.human_samples(pose_bone.name)
         if human is not None:
-            own = len(cloud)
-            cloud, runs = np.concatenate((cloud, human[1])), [*runs, (HUMAN_CLIP, len(human[1]))]
+            body = body_samples(anatomy.frames, pose_bone.name)
+            keep = within_body(cloud, body, *anatomy.cone_frames(pose_bone.name))
+            own, left_out = int(keep.sum()), int((~keep).sum())
+            cloud, runs = np.concatenate((cloud[keep], human[1])), [*kept_runs(runs, keep), (HUMAN_CLIP, len(human[1]))]
             kind = ReachConeLimit.kind
     available = {
         "padding": settings.padding,
@@ -127,7 +130,7 @@ def fit_pose_bone(obj, pose_bone, mirror=False, anatomy=None):
         settings.enabled = False
     report = limit.calibration.summary() if limit.calibration is not None else None
     if human is not None:
-        report = dict(report or {}, human={"joint": human[0], "own": own, "envelope": len(human[1])})
+        report = dict(report or {}, human={"joint": human[0], "own": own, "envelope": len(human[1]), "left_out": left_out})
     if mirrored is not None:
         report = dict(report or {}, mirrored={"partner": mirrored[0], "samples": mirrored[1]})
     settings.fit_report = json.dumps(report, separators=(",", ":")) if report else ""

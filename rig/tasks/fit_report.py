@@ -6,6 +6,7 @@ block *Joint Limits Fit Report*."""
 import json
 import math
 
+from ...limits.body.envelope import SOLVER_ERROR_DEGREES
 from ...limits.fitting.cross_validation import VOLUME_PRICE
 from ...limits.fitting.tradeoff_picture import COLUMNS, tradeoff_picture
 
@@ -46,9 +47,11 @@ def human_line(pose_bone):
         return ""
     if not isinstance(human, dict):
         return ""
+    left_out = human.get("left_out") or 0
+    beyond = f"; {left_out} more than {SOLVER_ERROR_DEGREES:g} degrees beyond a body left out" if left_out else ""
     return (
         f"Human joint {human.get('joint')}: {human.get('own')} samples of yours with the human envelope's "
-        f"{human.get('envelope')}, as a reach cone"
+        f"{human.get('envelope')}, as a reach cone{beyond}"
     )
 
 

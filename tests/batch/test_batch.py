@@ -215,10 +215,10 @@ def _humanoid_clip(addon, path, motion):
     return clip
 
 
-def test_check_and_clean_against_the_human_preset_need_no_fit(clean_file, addon, tmp_path):
-    """``batch check|clean --preset human``: each clip against the human preset on its own
-    skeleton. Motion inside the references passes; a knee hyperextended and a head twisted 120
-    degrees on a few frames are found on those frames alone, and cleaning puts them back."""
+def _human_clips(addon, tmp_path):
+    """A folder of two clips of the humanoid: ``inside.bvh`` (motion inside the references) and
+    ``impossible.bvh`` (the same with a knee hyperextended on frames 10-13 and a head twisted
+    120 degrees on frames 20-21)."""
     lib = addon.limits
     folder = tmp_path / "clips"
     folder.mkdir()
@@ -238,7 +238,14 @@ def test_check_and_clean_against_the_human_preset_need_no_fit(clean_file, addon,
     bad[10:14, knee] = frames.basis("shin.L", impossible["knee hyperextended 30 degrees (left)"].anatomical()[None])
     bad[20:22, head] = frames.basis("head", impossible["head twisted 120 degrees on the neck"].anatomical()[None])
     _humanoid_clip(addon, folder / "impossible.bvh", bad)
+    return folder
 
+
+def test_check_and_clean_against_the_human_preset_need_no_fit(clean_file, addon, tmp_path):
+    """``batch check|clean --preset human``: each clip against the human preset on its own
+    skeleton. Motion inside the references passes; a knee hyperextended and a head twisted 120
+    degrees on a few frames are found on those frames alone, and cleaning puts them back."""
+    folder = _human_clips(addon, tmp_path)
     main = addon.cli.main
     assert main(["batch", "check", str(folder), "--output", str(tmp_path / "check"), "--preset", "human"]) == 0
     reports = tmp_path / "check" / "reports"
@@ -254,3 +261,18 @@ def test_check_and_clean_against_the_human_preset_need_no_fit(clean_file, addon,
     assert main(["batch", "check", str(cleaned), "--output", str(again), "--preset", "human"]) == 0
     assert json.loads((again / "summary.json").read_text())["frames_out"] == 0
     assert main(["batch", "check", str(folder), "--output", str(tmp_path / "x"), "--preset", "human", "--limits", "l.json"]) != 0
+
+
+def test_batch_fit_of_a_humanoid_leaves_a_solver_error_out(clean_file, addon, tmp_path):
+    """``batch fit --model auto`` of the humanoid's clips joins them with the human envelope and
+    leaves out what no body makes: the knee hyperextended 30 degrees on four frames of one clip
+    (20 degrees beyond the envelope) is refused by the fitted limits, found on exactly those frames."""
+    folder = _human_clips(addon, tmp_path)
+    main = addon.cli.main
+    assert main(["batch", "fit", str(folder), "--output", str(tmp_path / "fit"), "--model", "auto"]) == 0
+    limits = tmp_path / "fit" / "limits.json"
+    assert main(["batch", "check", str(folder), "--output", str(tmp_path / "check"), "--limits", str(limits)]) == 0
+    reports = tmp_path / "check" / "reports"
+    assert json.loads((reports / "inside.bvh.json").read_text())["frames_out"] == 0
+    out = {row["bone"]: row["frames_out"] for row in json.loads((reports / "impossible.bvh.json").read_text())["bones"]}
+    assert out["shin.L"] == 4

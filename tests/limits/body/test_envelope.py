@@ -45,7 +45,7 @@ def test_every_impossible_pose_is_far_outside_the_envelope():
     poses = envelope.impossible_poses()
     assert {envelope.base_of(p.joint) for p in poses} == set(JOINTS)  # every joint has some
     for pose in poses:
-        assert envelope.degrees_outside(pose.joint, pose.anatomical()) > 15.0, pose.words
+        assert envelope.degrees_outside(pose.joint, pose.anatomical()) > envelope.SOLVER_ERROR_DEGREES, pose.words
 
 
 def test_the_right_side_is_the_left_mirrored():

@@ -4,6 +4,8 @@ rolled bones, Y-up, and a rest pose that is not a standing one (found, and a neu
 taken from the rig's action). One click limits every joint; the stored limits accept motion
 inside the clinical references and refuse every pose of the impossible set."""
 
+import json
+
 import bpy
 import humanoid_variants as hv
 import numpy as np
@@ -111,7 +113,9 @@ def test_auto_on_a_humanoid_joins_a_few_clips_with_the_envelope_and_says_so(clea
 
 def test_the_default_fit_of_a_humanoid_refuses_the_impossible_set(clean_file, addon):
     """Every joint of the humanoid fitted with Auto from a little generated motion inside the
-    references (one style): each refuses every pose of the impossible set for its joint."""
+    references (one style) and, as a capture solver's errors, the impossible set's poses of the
+    joint (a chain's whole turn on one bone): each refuses every pose of the impossible set, spread
+    over its chain or not, and the fit report counts the errors left out."""
     lib = addon.limits
     body = lib.body.skeleton.humanoid_skeleton()
     frames = lib.body.retarget.RigFrames(body, lib.body.bone_names.match_joints(body.names, body.parents)[0])
@@ -122,8 +126,17 @@ def test_the_default_fit_of_a_humanoid_refuses_the_impossible_set(clean_file, ad
     for name, match in frames.matches.items():
         pb = obj.pose.bones[name]
         motion = frames.basis(name, hv.envelope_motion(lib, match.joint, 30, rng, share=0.4))
-        addon.rig.io.storage.write_cloud(pb, motion, clip="one style")
+        poses = [p for p in impossible if p.joint == match.joint]
+        # a solver's error on one bone: a spine's or neck's whole impossible turn on this bone
+        alone = lib.body.retarget.basis_from_anatomical
+        errors = [alone(pose.anatomical()[None], *frames.frames_of(name))[0] for pose in poses]
+        addon.rig.io.storage.write_cloud(pb, np.concatenate([motion, *([errors] if errors else [])]), clip="one style")
         limit = addon.rig.tasks.fit.fit_pose_bone(obj, pb, None, anatomy)
         assert limit.model.kind == "reach_cone" and limit.contains(motion).all(), name
-        for pose in (p for p in impossible if p.joint == match.joint):
+        for pose, q in zip(poses, errors, strict=True):
+            assert not limit.contains(q), (name, pose.words)
             assert not limit.contains(frames.basis(name, pose.anatomical()[None]))[0], (name, pose.words)
+        human = json.loads(pb.joint_limit.fit_report)["human"]
+        assert (human["own"], human["left_out"]) == (30, len(errors)), (name, human)
+        if errors:
+            assert f"{len(errors)} more than 15 degrees beyond a body left out" in addon.rig.tasks.fit_report.human_line(pb)
