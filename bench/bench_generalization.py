@@ -110,6 +110,21 @@ def main():
             print(
                 f"  {j:<14} recall {np.mean(recall[j]):.3f} (worst clip {np.min(recall[j]):.3f})  volume {np.mean(volume[j]):.2%}"
             )
+        if kind == "auto" and fitted.human:  # what the envelope holds without any data
+            alone = {j: _envelope_alone(fitted.human[j], fitted.settings["padding"]).contains(uniform).mean() for j in volume}
+            print(f"  the envelope alone: mean volume {np.mean(list(alone.values())):.2%}")
+
+
+def _envelope_alone(cone, padding):
+    """The reach cone of a humanoid joint's envelope samples alone (no data)."""
+    return addon.limits.joint.JointLimit.fit(
+        cone.samples,
+        kind="reach_cone",
+        reference="REST",
+        padding=padding,
+        frame_left=cone.frame_left,
+        frame_right=cone.frame_right,
+    )
 
 
 def _scaled(rng, k):

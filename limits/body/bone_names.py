@@ -40,7 +40,7 @@ from .skeleton import bone_category
 
 #: :func:`.skeleton.bone_category`'s categories -> the anatomical joint the bone moves (its
 #: rotation against its parent). ``spine`` and ``neck`` are chains: every bone of the chain
-#: takes an equal share of the chain's rotation.
+#: takes an equal share of the chain's rotation when posed (its limit, :mod:`.vertebrae`).
 JOINT_OF_CATEGORY = {
     "spine": "spine",
     "chest": "spine",
@@ -81,12 +81,13 @@ _RIGIFY_SPINE_JOINT = {1: "spine", 2: "spine", 3: "spine", 4: "neck", 5: "neck",
 
 @dataclass(frozen=True)
 class BoneMatch:
-    """A bone matched to an anatomical joint: ``joint`` (``"elbow.L"``, ``"spine"``), and
+    """A bone matched to an anatomical joint: ``joint`` (``"elbow.L"``, ``"spine"``),
     ``share``, the number of bones of its chain that share a chain joint's rotation (1 for a
-    limb joint)."""
+    limb joint), and ``place``, the bone's place in its chain (0: the bottom bone)."""
 
     joint: str
     share: int = 1
+    place: int = 0
 
     @property
     def base(self):
@@ -188,16 +189,16 @@ def match_joints(names, parents):
         if joint is None:
             unmatched[name] = why
     # A chain joint's share: the bones of its run (the same joint, parent to child).
-    run_top = list(range(len(names)))
+    run_top, place = list(range(len(names))), [0] * len(names)
     for i, p in enumerate(parents):
         if joints[i] in CHAIN_JOINTS and p >= 0 and joints[p] == joints[i]:
-            run_top[i] = run_top[p]
+            run_top[i], place[i] = run_top[p], place[p] + 1
     sizes = {}
     for i, joint in enumerate(joints):
         if joint is not None:
             sizes[run_top[i]] = sizes.get(run_top[i], 0) + 1
     matches = {
-        name: BoneMatch(joint, sizes[run_top[i]] if joint in CHAIN_JOINTS else 1)
+        name: BoneMatch(joint, sizes[run_top[i]], place[i]) if joint in CHAIN_JOINTS else BoneMatch(joint)
         for i, (name, joint) in enumerate(zip(names, joints, strict=True))
         if joint is not None
     }

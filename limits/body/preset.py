@@ -16,9 +16,11 @@ from ..constants import IDENTITY_QUATERNION
 from ..geometry.quaternion import check_finite, quaternion_from_exp_map
 from ..joint import JointLimit
 from ..models.reach_cone import ReachConeLimit
+from .bone_names import CHAIN_JOINTS
 from .envelope import RANGES, SOLVER_ERROR_DEGREES, base_of, cone_frames, envelope_samples
 from .neutral import motion_frames
 from .retarget import basis_from_anatomical
+from .vertebrae import bone_weights
 
 #: Where the presets are (JSON files shipped with the extension).
 PRESET_DIR = Path(__file__).resolve().parent / "preset_data"
@@ -35,12 +37,6 @@ PRESET_MODEL = "reach_cone"
 MIRROR = np.array([1.0, 1.0, -1.0, -1.0])
 #: A skeleton is a humanoid when its bones name at least this many different joints.
 HUMANOID_JOINTS = 8
-#: A spine or neck bone's range is this many equal shares of its chain's (:func:`.retarget.chain_share`):
-#: solvers and animators do not spread a bend evenly (a 2-bone neck's first bone carries up to 0.7
-#: of the chain's flexion in Bandai's dance). Each bone is limited alone, so an impossible chain
-#: pose spread evenly passes once this reaches its ratio to the envelope: 1.29 for the head bent
-#: back 110 degrees (the neck's extension is 85 with the margin).
-CHAIN_HEADROOM = 1.1
 #: The reach cones' padding (radians) beyond the envelope's own margin.
 PADDING = 0.05
 
@@ -140,12 +136,12 @@ def is_humanoid(matches):
 def bone_samples(frames, name, preset, rest_is_neutral):
     """The preset's rotations of bone ``name``'s joint in the bone's own axes ``(N, 4)``
     (``frames``: the rig's :class:`.retarget.RigFrames`), the rest pose last when it is a
-    standing one; None when the preset has nothing for the joint. A spine or neck bone takes
-    :data:`CHAIN_HEADROOM` shares of the envelope (the shapes real motion showed are whole
-    chain poses: shared evenly)."""
-    envelope, learnt = _preset_parts(preset, frames.matches[name].joint)
-    parts = [] if envelope is None else [frames.basis(name, envelope, headroom=CHAIN_HEADROOM)]
-    parts += [frames.basis(name, q) for q in learnt]
+    standing one; None when the preset has nothing for the joint. A spine or neck bone takes its
+    share of its chain's (:func:`.vertebrae.bone_weights`)."""
+    match = frames.matches[name]
+    weights = bone_weights(match.base, match.share, match.place) if match.base in CHAIN_JOINTS else None
+    envelope, learnt = _preset_parts(preset, match.joint)
+    parts = [frames.basis(name, q, weights) for q in ([] if envelope is None else [envelope]) + learnt]
     if not parts:
         return None
     q = np.concatenate(parts)

@@ -235,16 +235,15 @@ def basis_from_anatomical(anatomical, rest, bone_frame, parent_frame):
     return quaternion_short_way(quaternion_multiply(quaternion_conjugate(r), quaternion_multiply(delta, r)))
 
 
-def chain_share(anatomical, share, headroom=1.0):
+def chain_share(anatomical, share, weights=None):
     """Each of ``share`` chain bones' part ``a ** (1 / share)`` of chain rotations ``(..., 4)``
-    (the same axis, the angle divided; taken the short way); with ``headroom`` > 1, that many
-    equal parts, at most the whole: ``a ** min(1, headroom / share)``."""
+    (the same axis, the angle divided; taken the short way), or with ``weights (3,)`` a bone's
+    part per axis of the frame: the rotation vector's components times them
+    (:func:`.vertebrae.bone_weights`)."""
     if int(share) != share or share < 1:
         raise ValueError(f"a chain share is a whole number of bones >= 1, got {share}")
-    if not headroom >= 1.0:
-        raise ValueError(f"a chain's headroom is at least 1, got {headroom}")
     v = exp_map_from_quaternion(quaternion_short_way(as_quaternions(anatomical, "anatomical")))
-    return quaternion_from_exp_map(v * min(1.0, headroom / share))
+    return quaternion_from_exp_map(v / share if weights is None else v * np.asarray(weights, dtype=float))
 
 
 class RigFrames:
@@ -450,13 +449,13 @@ class RigFrames:
         bone (for a chain bone: its own part, not the chain's)."""
         return anatomical_from_basis(basis, *self._at(name))
 
-    def basis(self, name, anatomical, headroom=1.0):
+    def basis(self, name, anatomical, weights=None):
         """The basis rotations ``(N, 4)`` of bone ``name`` for its joint's anatomical rotations
-        ``(N, 4)`` (a chain joint's are shared out over its chain first, :func:`chain_share`
-        with ``headroom``: 1 poses the chain, more gives a bone's range within it)."""
+        ``(N, 4)`` (a chain joint's are shared out over its chain first, evenly or by
+        ``weights``: :func:`chain_share`)."""
         match = self.matches[name]
         if match.base in CHAIN_JOINTS:
-            anatomical = chain_share(anatomical, match.share, headroom)
+            anatomical = chain_share(anatomical, match.share, weights)
         return basis_from_anatomical(anatomical, *self._at(name))
 
     def joint_rotations(self, basis):

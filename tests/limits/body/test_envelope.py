@@ -11,13 +11,13 @@ import limits
 from limits.body import envelope
 from limits.body.bone_names import match_joints
 from limits.body.neutral import neutral_posture, rest_problems
-from limits.body.preset import CHAIN_HEADROOM
 from limits.body.retarget import RigFrames
 from limits.body.skeleton import (
     armature_rotations,
     humanoid_skeleton,
     local_from_armature_rotations,
 )
+from limits.body.vertebrae import bone_weights, segment_weights
 from limits.geometry.quaternion import quaternion_from_exp_map
 from limits.models.reach_cone import ReachConeLimit
 
@@ -90,13 +90,17 @@ def _rig_variants():
 RIGS = _rig_variants()
 
 
+def _weights(match, spread=bone_weights):
+    return spread(match.base, match.share, match.place) if match.base in ("spine", "neck") else None
+
+
 def _cones(skeleton, frames):
     """``{bone: (joint, reach cone)}`` fitted as the preset fits them: the envelope's samples
-    turned into each matched bone's basis (a chain bone's with the preset's headroom), in its
+    turned into each matched bone's basis (a chain bone's share of its chain's), in its
     anatomical frames."""
     out = {}
     for name, match in frames.matches.items():
-        basis = frames.basis(name, envelope.envelope_samples(match.joint), headroom=CHAIN_HEADROOM)
+        basis = frames.basis(name, envelope.envelope_samples(match.joint), _weights(match))
         left, right = envelope.cone_frames(match.joint, *frames.frames_of(name))
         out[name] = (match.joint, ReachConeLimit.fit(basis, padding=0.0, frame_left=left, frame_right=right))
     return out
@@ -104,17 +108,26 @@ def _cones(skeleton, frames):
 
 @pytest.mark.parametrize("rig", list(RIGS))
 def test_cones_on_any_rig_accept_motion_inside_and_refuse_the_impossible_set(rig):
+    """Motion inside the references passes every bone; each impossible pose is refused by some
+    bone of its joint, a spine's or neck's spread over its bones evenly or as a spine spreads it
+    (by its motion segments)."""
     skeleton = RIGS[rig]
     frames = RigFrames(skeleton, match_joints(skeleton.names, skeleton.parents)[0])
     cones = _cones(skeleton, frames)
     assert {j for j, _ in cones.values()} >= set(ALL_JOINTS)  # every joint of the body is limited
     rng = np.random.default_rng(4)
+    refused = {}
     for name, (joint, cone) in cones.items():
         basis = frames.basis(name, inside_motion(joint, 200, rng))
         assert cone.contains(basis).all(), (rig, name)
+        match = frames.matches[name]
         for pose in envelope.impossible_poses():
             if pose.joint == joint:
-                assert not cone.contains(frames.basis(name, pose.anatomical()[None]))[0], (rig, name, pose.words)
+                for spread in (None, segment_weights):
+                    q = frames.basis(name, pose.anatomical()[None], spread and _weights(match, spread))
+                    key = (pose.words, spread is None)
+                    refused[key] = refused.get(key, False) or not cone.contains(q)[0]
+    assert refused and all(refused.values()), (rig, [k for k, v in refused.items() if not v])
 
 
 def test_a_rest_pose_that_is_not_neutral_is_found_and_a_neutral_one_taken_from_the_motion():

@@ -142,17 +142,12 @@ def test_chains_share_their_rotation_evenly():
         chain_share(total, 0)
 
 
-def test_a_chain_bone_with_headroom_takes_more_than_its_even_share_and_at_most_the_whole():
-    total = quaternion_from_exp_map(np.array([[0.0, 0.0, 1.2]]))
-    assert (
-        np.degrees(
-            quaternion_angle(chain_share(total, 2, headroom=1.1), quaternion_from_exp_map(np.array([[0.0, 0.0, 0.66]])))
-        ).max()
-        < 1e-9
-    )
-    assert np.degrees(quaternion_angle(chain_share(total, 1, headroom=1.5), total)).max() < 1e-9
-    with pytest.raises(ValueError, match="headroom"):
-        chain_share(total, 2, headroom=0.5)
+def test_a_chain_bone_takes_its_weighted_part_per_axis():
+    total = quaternion_from_exp_map(np.array([[0.4, 0.8, -0.2]]))
+    part = chain_share(total, 2, weights=[0.5, 0.25, 1.0])
+    expected = quaternion_from_exp_map(np.array([[0.2, 0.2, -0.2]]))
+    assert np.degrees(quaternion_angle(part, expected)).max() < 1e-9
+    assert np.degrees(quaternion_angle(chain_share(total, 2, weights=[0.5] * 3), chain_share(total, 2))).max() < 1e-9
 
 
 def test_a_spine_of_two_bones_and_of_three_compose_alike():
@@ -160,7 +155,7 @@ def test_a_spine_of_two_bones_and_of_three_compose_alike():
     chest the same."""
     rig = humanoid_skeleton()
     frames = frames_of(rig)
-    assert frames.matches["spine"] == BoneMatch("spine", 2) and frames.matches["head"] == BoneMatch("neck", 2)
+    assert frames.matches["spine"] == BoneMatch("spine", 2) and frames.matches["head"] == BoneMatch("neck", 2, 1)
     a = quaternion_from_exp_map(np.array([[0.3, 0.2, -0.4]]))
     parts = [frames.basis(name, a) for name in ("spine", "chest")]
     basis = np.tile([1.0, 0, 0, 0], (1, len(rig), 1))
