@@ -503,7 +503,10 @@ class QuaternionSurfaceLimit(MovedProjection, RowsPerBone, LimitModel):
         for name, value in params.items():
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"{cls.kind} limit: {name} contains NaN or infinity")
-        params["pole"] = params["pole"] / np.linalg.norm(params["pole"])
+        norm = np.linalg.norm(params["pole"])
+        if norm <= 1e-12:
+            raise ValueError(f"{cls.kind} limit: pole is not a rotation (a zero quaternion)")
+        params["pole"] = params["pole"] / norm
         model = cls(params)
         model.validate()
         return model
